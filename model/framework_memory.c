@@ -194,40 +194,86 @@ double mm_framework_stage_params(const mm_layout *l, int stage) {
   return p;
 }
 
-/* Bytes of one layer's stored activations for one micro-batch (Korthikanti et al.). */
-double mm_framework_layer_activations(const mm_layout *l) {
+int mm_recompute_modules(const mm_layout *l) {
+  return l->recompute_modules ? l->recompute_modules : MM_RC_CORE_ATTN;
+}
+
+/* One layer's activations for one micro-batch by what stores them (Korthikanti et al.), in
+ * bytes, before any recomputation. */
+typedef struct {
+  double layernorm_outputs; /* the QKV and MLP GEMMs' inputs (the two LayerNorms' outputs) */
+  double other_replicated;  /* the LayerNorms' inputs, the dropout masks */
+  double attention;         /* Q, K, V, the attention's output (heads x head_dim wide) */
+  double mlp;               /* the MLP's (a mixture's routed copies): fc1's output, the
+                               activation's output (fc2's input) */
+  double activation_output; /* of which the activation's output */
+  double expert_inputs;     /* a mixture's permuted inputs to its first expert GEMM */
+  double scores;            /* without a flash kernel, the s x s softmax, mask and output */
+  double lse;               /* with one, its fp32 log-sum-exp */
+  int moe;                  /* the blocks are mixtures of experts */
+} layer_activations;
+
+static layer_activations activations_of(const mm_layout *l) {
+  layer_activations a;
   double s = (double)l->seq / l->cp, b = l->micro_batch, h = l->hidden, t = l->tp;
   double sbh = s * b * h, rep = l->sp && l->tp > 1 ? t : 1.0;
   /* a mixture of experts keeps the MLP's tensors of every token once per expert it goes to
    * (every block of the layout taken as one: the MLP tensors x top_k when all are MoE) */
-  int all_moe = l->experts > 0 && l->moe_every == 1;
-  double routed = all_moe ? l->top_k : 1.0;
-  double width = all_moe ? mm_expert_ffn_width(l) : mm_ffn_width(l);
+  a.moe = l->experts > 0 && l->moe_every == 1;
+  double routed = a.moe ? l->top_k : 1.0;
+  double width = a.moe ? mm_expert_ffn_width(l) : mm_ffn_width(l);
   /* the activation's input (a gated one's two halves) and output, the second GEMM's input; in
    * fp8 that output is kept quantized, 1 byte (TransformerEngine's Linear saves its quantized
    * input for the weight gradient: Megatron's and DeepSpeed's fp8); FSDP's fp8 is torchao's
    * Float8Linear (torchtitan's), which saves the bf16 input and casts it again in backward */
   double gemm_input = l->fp8 && l->framework != MM_FW_FSDP ? 1.0 : 2.0;
-  double mlp = ((l->gated_mlp ? 4.0 : 2.0) + gemm_input) * width / h * routed;
+  a.mlp = ((l->gated_mlp ? 4.0 : 2.0) + gemm_input) * width / h * routed * sbh / t;
+  a.activation_output = gemm_input * width / h * routed * sbh / t;
   /* Q and the attention's output (heads x head_dim wide), K and V (kv_heads x head_dim) */
-  double sharded = 4.0 * mm_attention_width(l) / h + 4.0 * mm_kv_width(l) / h + mlp;
-  double lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
-  /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t,
-   * unless recomputed (selective recomputation's very purpose) */
-  double scores = l->unfused_attention && l->recompute == MM_RECOMPUTE_NONE
-                      ? 5.0 * l->heads * s * s * b / t
-                      : 0;
+  a.attention = (4.0 * mm_attention_width(l) / h + 4.0 * mm_kv_width(l) / h) * sbh / t;
+  a.lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
+  /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t */
+  a.scores = l->unfused_attention ? 5.0 * l->heads * s * s * b / t : 0.0;
   /* replicated: LayerNorm inputs 4, the QKV and MLP GEMMs' inputs 2 + 2 (in fp8 1 + 1: the
    * LayerNorms' outputs quantized), dropout masks 2; the attention's output stays bf16 in fp8
    * (Megatron-Core sets save_original_input on linear_proj for fp8 recipes other than delayed
    * scaling: flash attention keeps it already) */
-  double replicated = 6.0 + 2.0 * gemm_input;
+  a.layernorm_outputs = 2.0 * gemm_input * sbh / rep;
+  a.other_replicated = 6.0 * sbh / rep;
   /* a mixture of experts' first expert GEMM reads its permuted input for its weight gradient:
    * top_k copies of each token (hidden wide; 1 byte in fp8), on every rank of an expert cut
    * over TP (the TP group gathers the routed tokens), a tp-th of them with whole experts */
-  double expert_inputs = all_moe ? routed * gemm_input / (mm_expert_tp(l) == l->tp ? 1.0 : t) : 0.0;
-  return sbh * (replicated / rep + sharded / t + expert_inputs) +
-         (l->unfused_attention ? scores : lse);
+  a.expert_inputs = a.moe ? routed * gemm_input / (mm_expert_tp(l) == l->tp ? 1.0 : t) * sbh : 0.0;
+  return a;
+}
+
+double mm_framework_recomputed_activations(const mm_layout *l) {
+  if (l->recompute != MM_RECOMPUTE_SELECTIVE) return 0;
+  layer_activations a = activations_of(l);
+  int m = mm_recompute_modules(l);
+  double r = 0;
+  if (m & MM_RC_CORE_ATTN) r += a.scores; /* flash attention: nothing but its lse, kept */
+  if (m & MM_RC_LAYERNORM) r += a.layernorm_outputs;
+  if (a.moe && (m & MM_RC_MOE)) /* the MoE's input (the pre-MLP LayerNorm's output) stays */
+    r += a.mlp + a.expert_inputs;
+  else if (a.moe && (m & MM_RC_MOE_ACT))
+    r += a.activation_output;
+  else if (!a.moe && (m & MM_RC_MLP))
+    r += a.mlp;
+  return r;
+}
+
+/* Bytes of one layer's stored activations for one micro-batch (Korthikanti et al.): all of
+ * them (full recomputation keeps each layer's input instead, and one layer's while it is
+ * recomputed: mm_framework_rank_memory), less what selective recomputation recomputes. */
+double mm_framework_layer_activations(const mm_layout *l) {
+  layer_activations a = activations_of(l);
+  double stored = a.layernorm_outputs + a.other_replicated + a.attention + a.mlp + a.expert_inputs +
+                  (l->unfused_attention ? a.scores : a.lse);
+  if (l->recompute == MM_RECOMPUTE_SELECTIVE)
+    return stored - mm_framework_recomputed_activations(l);
+  if (l->recompute == MM_RECOMPUTE_FULL) return stored - a.scores; /* the layer recomputed */
+  return stored;
 }
 
 /* Model chunks' micro-batches in flight on `stage`, in units of the stage's layers. */
@@ -366,9 +412,11 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
   double per_layer = mm_framework_layer_activations(l), s = (double)l->seq / l->cp,
          b = l->micro_batch;
   double input = 2.0 * s * b * l->hidden / (l->sp && l->tp > 1 ? l->tp : 1);
-  double acts = l->recompute == MM_RECOMPUTE_FULL
-                    ? layers_in_flight(l, stage, layers) * input + per_layer
-                    : layers_in_flight(l, stage, layers) * per_layer;
+  /* selective recomputation holds one layer's recomputed tensors while its backward runs */
+  double acts =
+      l->recompute == MM_RECOMPUTE_FULL
+          ? layers_in_flight(l, stage, layers) * input + per_layer
+          : layers_in_flight(l, stage, layers) * per_layer + mm_framework_recomputed_activations(l);
   if (stage == l->pp - 1) acts += 6.0 * s * b * padded_vocab(l) / l->tp + 2.0 * s * b * l->hidden;
   out->parameters = (size_t)params;
   out->gradients = (size_t)grads;

@@ -37,6 +37,18 @@ typedef enum {
   MM_RECOMPUTE_FULL = 2
 } mm_recompute;
 
+/* What selective recomputation recomputes under Megatron-Core (--recompute-modules;
+ * megatron/core/transformer/transformer_config.py recompute_modules): a bit set of these; 0 is
+ * the attention core alone, every framework's selective recomputation (Korthikanti et al.). */
+typedef enum {
+  MM_RC_CORE_ATTN = 1 << 0, /* the attention core (QK^T, softmax, PV) */
+  MM_RC_LAYERNORM = 1 << 1, /* the input and pre-MLP LayerNorms' outputs */
+  MM_RC_MLP = 1 << 2,       /* a dense block's MLP */
+  MM_RC_MOE_ACT = 1 << 3,   /* the experts' activation function (its output, fc2's input) */
+  MM_RC_MOE = 1 << 4        /* the whole mixture of experts: router, exchange, experts */
+} mm_recompute_module;
+#define MM_RC_MODULES 5
+
 /* A model and its parallel layout, as stepscope-train takes them (config.h). */
 typedef struct mm_layout {
   int layers, hidden, heads, vocab; /* vocab: the real one (padded to 64 inside) */
@@ -103,6 +115,9 @@ typedef struct mm_layout {
    * sequence (Megatron-Core's window_attn_skip_freq; GPT-OSS: 2, alternating; 0: every layer
    * sliding). FLOPs and time only: FlashAttention stores the same per query either way. */
   int window, full_attention_every;
+  /* with MM_RECOMPUTE_SELECTIVE: mm_recompute_module bits, what it recomputes (0: the attention
+   * core alone) */
+  int recompute_modules;
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */
@@ -181,6 +196,13 @@ int mm_expert_tp(const mm_layout *l);
 /* A real framework's stored activations of one layer and micro-batch, in bytes (Korthikanti et
  * al. 2022 with flash attention; docs/plan.md "Frameworks"). */
 double mm_framework_layer_activations(const mm_layout *l);
+/* Of those, the bytes selective recomputation does not store but recomputes in backward
+ * (l->recompute_modules; 0 unless MM_RECOMPUTE_SELECTIVE): with flash attention the attention
+ * core's are none (the kernel keeps only its log-sum-exp); without it, the s x s scores. */
+double mm_framework_recomputed_activations(const mm_layout *l);
+/* The modules selective recomputation recomputes: l->recompute_modules, or the attention core
+ * when none are named. */
+int mm_recompute_modules(const mm_layout *l);
 
 /* The transformer blocks pipeline rank `stage` holds (every chunk together): layers / pp, or
  * with a real framework and layers not divisible by the model chunks (pp, or pp x v when

@@ -8,6 +8,12 @@
 
 static const char *const schedule_names[] = {"afab", "1f1b", "interleaved"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
+static const char *const recompute_module_names[MM_RC_MODULES] = {"core_attn", "layernorm", "mlp",
+                                                                  "moe_act", "moe"};
+
+const char *mm_recompute_module_name(int k) {
+  return k >= 0 && k < MM_RC_MODULES ? recompute_module_names[k] : "?";
+}
 
 const char *mm_schedule_name(mm_schedule s) {
   return (unsigned)s < 3 ? schedule_names[s] : "?";

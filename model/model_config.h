@@ -18,6 +18,9 @@
 /* "afab", "1f1b", "interleaved" / "none", "selective", "full". */
 const char *mm_schedule_name(mm_schedule s);
 const char *mm_recompute_name(mm_recompute r);
+/* The name of mm_recompute_module bit k (1 << k), Megatron-Core's: core_attn, layernorm, mlp,
+ * moe_act, moe. */
+const char *mm_recompute_module_name(int k);
 /* 0 and *out set when `name` is one of the words above, else -1. */
 int mm_schedule_from_name(const char *name, mm_schedule *out);
 int mm_recompute_from_name(const char *name, mm_recompute *out);

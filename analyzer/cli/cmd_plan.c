@@ -152,7 +152,7 @@ typedef struct plan_args {
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
   const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
-  const char *backward_prefetch, *ceilings_from, *ep_dispatcher;
+  const char *backward_prefetch, *ceilings_from, *ep_dispatcher, *recompute_modules;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied, head_dim, moe_ffn;
   int experts, top_k, moe_every, window, full_attention_every;
   int top, threads, cores, nics_per_node;
@@ -292,6 +292,10 @@ static const cli_option plan_options[] = {
      "(TransformerEngine's userbuffers); only layouts with tp > 1,\n"
      "SP and TP inside a node then [off, as in Megatron]",
      A(job.tp_comm_overlap), NULL, 0, 0, NULL},
+    STR("--recompute-modules", "M,...", recompute_modules,
+        "--framework megatron: what selective recomputation\n"
+        "recomputes, Megatron-Core's --recompute-modules: core_attn,\n"
+        "layernorm, mlp, moe_act, moe (comma-separated) [core_attn]"),
     STR("--ep-dispatcher", "alltoall|deepep", ep_dispatcher,
         "a framework's experts' token exchange: alltoall (NCCL's,\n"
         "one copy a token and expert it goes to: Megatron's\n"
@@ -522,6 +526,43 @@ static int build_model(plan_args *p) {
 
 /* 2, after the message, where the model has what the stepscope trainer cannot run (a real
  * framework's model features), whichever way the trainer was chosen; else 0. */
+/* --recompute-modules: Megatron-Core's module names (transformer_config.py recompute_modules)
+ * into m->recompute_modules; refused (-1, with the reason) for another framework, an unknown or
+ * repeated name, or experts' modules without experts. */
+static int parse_recompute_modules(const char *list, mm_layout *m) {
+  if (m->framework != MM_FW_MEGATRON) {
+    cli_print(stderr, "stepscope plan: --recompute-modules is Megatron-Core's: give --framework "
+                      "megatron (the other frameworks' selective recomputation is the attention "
+                      "core's)\n");
+    return -1;
+  }
+  int bits = 0;
+  for (const char *w = list; *w;) {
+    size_t n = strcspn(w, ",");
+    int k = 0;
+    while (k < MM_RC_MODULES &&
+           (strlen(mm_recompute_module_name(k)) != n || strncmp(w, mm_recompute_module_name(k), n)))
+      k++;
+    if (k == MM_RC_MODULES || (bits & (1 << k))) {
+      cli_print(stderr,
+                "stepscope plan: --recompute-modules '%s': %s '%.*s' (core_attn, "
+                "layernorm, mlp, moe_act, moe)\n",
+                list, k == MM_RC_MODULES ? "unknown module" : "repeated module", (int)n, w);
+      return -1;
+    }
+    bits |= 1 << k;
+    w += n + (w[n] == ',');
+  }
+  if (!bits || ((bits & (MM_RC_MOE_ACT | MM_RC_MOE)) && m->experts <= 0)) {
+    cli_print(stderr, "stepscope plan: --recompute-modules '%s': %s\n", list,
+              bits ? "moe and moe_act recompute a mixture of experts (--experts)"
+                   : "no module named");
+    return -1;
+  }
+  m->recompute_modules = bits;
+  return 0;
+}
+
 static int trainer_model_refused(const mm_layout *m) {
   if (!(m->kv_heads || m->gated_mlp || m->untied || m->rope || m->head_dim || m->moe_ffn ||
         m->window))
@@ -687,6 +728,14 @@ static int build_job(plan_args *p) {
       return 2;
     }
     job->backward_prefetch_post = post;
+  }
+  if (p->recompute_modules && parse_recompute_modules(p->recompute_modules, &job->model)) return 2;
+  if (p->recompute_modules && p->f.recompute >= 0 && p->f.recompute != MM_RECOMPUTE_SELECTIVE) {
+    cli_print(stderr,
+              "stepscope plan: --recompute-modules names what --recompute selective "
+              "recomputes, not %s\n",
+              mm_recompute_name((mm_recompute)p->f.recompute));
+    return 2;
   }
   if (p->ep_dispatcher) {
     int a2a = !strcmp(p->ep_dispatcher, "alltoall"), deepep = !strcmp(p->ep_dispatcher, "deepep");

@@ -520,5 +520,43 @@ PY
 [ $? -eq 2 ] && grep -q "ep-dispatcher takes alltoall or deepep" "$dir/err" ||
   { cat "$dir/err"; no "--ep-dispatcher without experts: refused"; }
 
+# Megatron-Core's --recompute-modules: what a selective layout recomputes. A small mixture of
+# experts (4 layers, 64 experts of 1024 x 4096, top 2, EP 8 on one node) named as selective with
+# layernorm and moe: the header and the JSON name the modules; recomputing the mixture dispatches
+# and combines its tokens again (six exchanges a layer and micro-batch, and two counts'
+# latencies, 20 us each, where none has four and one: ep_s = 1.5 x none's + 0.5 x M x layers x
+# 20 us), repeats the experts' forward (a longer compute) and stores less
+moe="--layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 2048 --max-seq 2048 --experts 64 \
+  --top-k 2 --gpus 8 --global-batch 16 --framework megatron --dp 8 --tp 1 --pp 1 --cp 1 --ep 8 \
+  --zero 1 --microbatches 2"
+"$stepscope" plan $moe --recompute none --json "$dir/rc_none.json" > /dev/null 2>&1 ||
+  no "a MoE layout without recomputation"
+"$stepscope" plan $moe --recompute selective --recompute-modules layernorm,moe \
+  --json "$dir/rc_moe.json" > "$dir/rc_moe.txt" 2>&1 || { cat "$dir/rc_moe.txt"; no "--recompute-modules layernorm,moe"; }
+grep -q "recompute: selective recomputes layernorm, moe (Megatron-Core's --recompute-modules)" \
+  "$dir/rc_moe.txt" || { cat "$dir/rc_moe.txt"; no "the modules in the header"; }
+python3 - "$dir/rc_none.json" "$dir/rc_moe.json" <<'PY' || no "recomputing the mixture of experts"
+import json, sys
+none, moe = (json.load(open(p)) for p in sys.argv[1:3])
+assert moe["job"]["recompute_modules"] == ["layernorm", "moe"], moe["job"]
+assert "recompute_modules" not in none["job"]
+a, b = none["layouts"][0], moe["layouts"][0]
+assert b["layout"]["recompute"] == "selective"
+ea, eb = a["breakdown_s"]["ep"], b["breakdown_s"]["ep"]
+assert abs(eb - (1.5 * ea + 0.5 * 2 * 4 * 20e-6)) < 1e-7 * eb, (ea, eb)
+assert b["breakdown_s"]["compute"] > a["breakdown_s"]["compute"]
+assert b["memory_bytes"]["activations"] < a["memory_bytes"]["activations"]
+PY
+for bad in "--framework fsdp --zero 3 --recompute-modules moe" "--recompute-modules moe,foo" \
+  "--recompute-modules moe,moe" "--recompute none --recompute-modules moe"; do
+  "$stepscope" plan --layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 2048 --max-seq 2048 \
+    --experts 64 --gpus 8 --global-batch 16 $bad > "$dir/err" 2>&1
+  [ $? -eq 2 ] && grep -q "recompute-modules" "$dir/err" || { cat "$dir/err"; no "refused: $bad"; }
+done
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 8 --recompute-modules moe_act \
+  > "$dir/err" 2>&1
+[ $? -eq 2 ] && grep -q "recompute a mixture of experts" "$dir/err" ||
+  { cat "$dir/err"; no "experts' modules without experts: refused"; }
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -739,6 +739,69 @@ static void sliding_window(void) {
   CHECK(plan_sliding_window_share(&l) == 1.0);
 }
 
+/* Megatron-Core's --recompute-modules (framework_memory.c, plan_shape_costs.c): the test model
+ * (sbh = 65536 on each of tp 2 ranks with SP) with 4 experts of 4h, top 2, each cut over TP
+ * stores 29 sbh a layer (models_as_they_are): the LayerNorms' outputs 2 (the QKV and MLP GEMMs'
+ * inputs, 2 + 2 / 2), their inputs and the masks 3, Q, K, V, O 4, the experts' GeLU input and
+ * output 8 + 8 (4h wide, x top_k 2, / 2), the permuted expert inputs 4; plus the log-sum-exp
+ * 4096. layernorm recomputes 2 of them, moe_act the GeLU's output 8, moe the experts' 16 and the
+ * permuted inputs 4; the attention core nothing (flash). Stage 0 of the 1F1B pp 2 keeps 2
+ * micro-batches of its 2 layers, and one layer's recomputed tensors while its backward runs. A
+ * dense block's mlp recomputes its 8 (GeLU's input and output, 4h wide, / 2) of 17. */
+static void recompute_modules(void) {
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.experts = 4;
+  l.top_k = 2;
+  l.moe_every = 1;
+  l.ep = 1;
+  const double sbh = 65536, lse = 4096;
+  CHECK(mm_framework_layer_activations(&l) == 29 * sbh + lse);
+  l.recompute = MM_RECOMPUTE_SELECTIVE; /* the attention core: nothing stored less */
+  CHECK(mm_framework_layer_activations(&l) == 29 * sbh + lse);
+  CHECK(mm_framework_recomputed_activations(&l) == 0);
+  l.recompute_modules = MM_RC_LAYERNORM;
+  CHECK(mm_framework_layer_activations(&l) == 27 * sbh + lse);
+  CHECK(mem(&l, 0).activations == (size_t)(4 * (27 * sbh + lse) + 2 * sbh));
+  l.recompute_modules = MM_RC_MOE_ACT;
+  CHECK(mm_framework_layer_activations(&l) == 21 * sbh + lse);
+  l.recompute_modules = MM_RC_MOE | MM_RC_LAYERNORM; /* Megatron-MoE-ModelZoo's long context */
+  CHECK(mm_framework_layer_activations(&l) == 7 * sbh + lse);
+  CHECK(mem(&l, 0).activations == (size_t)(4 * (7 * sbh + lse) + 22 * sbh));
+  l.recompute_modules = MM_RC_MLP; /* a dense block's module: nothing in a mixture */
+  CHECK(mm_framework_layer_activations(&l) == 29 * sbh + lse);
+  l.recompute = MM_RECOMPUTE_NONE; /* the modules only name what selective recomputes */
+  l.recompute_modules = MM_RC_MOE;
+  CHECK(mm_framework_layer_activations(&l) == 29 * sbh + lse);
+  mm_layout d = model(MM_FW_MEGATRON);
+  d.recompute = MM_RECOMPUTE_SELECTIVE;
+  d.recompute_modules = MM_RC_MLP;
+  CHECK(mm_framework_layer_activations(&d) == 9 * sbh + lse);
+  d.recompute_modules = MM_RC_MOE_ACT; /* an experts' module: nothing in a dense block */
+  CHECK(mm_framework_layer_activations(&d) == 17 * sbh + lse);
+  /* recomputing the MLP repeats its GEMMs' forward: a dense layer's fc1 and fc2 (1024 x 4096
+   * and back, 8192 tokens, compute-bound without the SM count's quantization); a mixture's
+   * router and experts, what two forwards cost beyond one, less the attention's four C x C */
+  plan_device dev = *plan_device_find("h100-sxm");
+  dev.sms = 0;
+  mm_layout g = model(MM_FW_MEGATRON);
+  g.hidden = 1024;
+  g.ffn = 4096;
+  g.tp = 1;
+  g.sp = 0;
+  double rate = 0.62 * 989e12, tokens = 8192;
+  CHECK(fabs(plan_layer_mlp_forward_s(&dev, &g, tokens, 0, rate) -
+             2 * tokens * 2 * 1024.0 * 4096 / rate) < 1e-15);
+  g.experts = 64;
+  g.top_k = 1;
+  g.moe_every = 1;
+  g.ep = 8;
+  double attention = 2 * tokens * 4 * 1024.0 * 1024 / rate;
+  double twice = plan_layer_gemm_s(&dev, &g, tokens, 2, 1, rate),
+         once = plan_layer_gemm_s(&dev, &g, tokens, 1, 1, rate);
+  CHECK(fabs(plan_layer_mlp_forward_s(&dev, &g, tokens, 1, rate) - (twice - once - attention)) <
+        1e-15);
+}
+
 /* The attention kernel's length (plan_shape_costs.c): FlashAttention's rate at seq / cp over
  * its rate at the length the device's share holds at, from the cited table (329, 390, 434, 458,
  * 471, 477 TFLOP/s at 512 .. 16K). The table's share holds at 2048: Llama 3's 8K sequence
@@ -798,6 +861,7 @@ int main(void) {
   gemm_roofline();
   sliding_window();
   attention_lengths();
+  recompute_modules();
   compute_by_shape();
   clusters();
   tp_comm_overlap();

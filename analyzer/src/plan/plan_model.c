@@ -96,6 +96,17 @@ static int long_context_unvalidated(const plan_job *job) {
          job->model.framework != MM_FW_STEPSCOPE && job->model.seq >= 32768;
 }
 
+/* The names of the mm_recompute_module bits set in `bits`, in Megatron-Core's words, joined by
+ * `sep` into buf. */
+static void recompute_module_names(int bits, const char *sep, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int k = 0; k < MM_RC_MODULES && used < size; k++)
+    if (bits & (1 << k))
+      used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? sep : "",
+                               mm_recompute_module_name(k));
+}
+
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
 
 double plan_ffn(const mm_layout *l) {
@@ -229,7 +240,8 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
                     plan_attention_length_factor(l, dev->attention_length);
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL,
-      again = full || l->recompute == MM_RECOMPUTE_SELECTIVE;
+      selective = l->recompute == MM_RECOMPUTE_SELECTIVE ? mm_recompute_modules(l) : 0,
+      again = full || (selective & MM_RC_CORE_ATTN);
   double traffic = full ? 6.0 : 5.0, t = 0;
   /* the traffic is the stored bytes without recomputation (what is recomputed is written
    * again), in bf16: fp8 stores some of them quantized, but its casts read and write them too
@@ -238,6 +250,9 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   stored.recompute = MM_RECOMPUTE_NONE;
   stored.fp8 = 0;
   double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
+  /* selective recomputation writes again what it recomputes (Megatron-Core's modules: the
+   * LayerNorms, the experts' activation, the MLP or the mixture of experts) */
+  elementwise += mm_framework_recomputed_activations(l) / dev->hbm_bw;
   for (int k = 0; k < layers; k++) {
     int moe = plan_layer_is_moe(l, first + k);
     double att = layer_attention_flops(l, tokens, first + k);
@@ -245,7 +260,10 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
      * recomputation), each at its own tile and wave quantization or, where its HBM traffic
      * takes longer (experts with few tokens each), at that; the attention forward, its
      * backward (twice the forward), and the forward again under any recomputation */
+    /* recomputing the MLP (dense blocks) or the mixture of experts repeats its GEMMs' forward */
+    int mlp_again = moe ? (selective & MM_RC_MOE) != 0 : (selective & MM_RC_MLP) != 0;
     t += plan_layer_gemm_s(dev, l, tokens, full ? 2 : 1, moe, gemm_rate) +
+         (mlp_again ? plan_layer_mlp_forward_s(dev, l, tokens, moe, gemm_rate) : 0) +
          att * (3.0 + again) / att_rate + elementwise;
   }
   if (stage == l->pp - 1) { /* the LM head's GEMMs, and its loss over the vocabulary: the logits'
@@ -285,6 +303,7 @@ static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   l.rope = job->model.rope;
   l.window = job->model.window;
   l.full_attention_every = job->model.full_attention_every;
+  l.recompute_modules = job->model.recompute_modules;
   l.unfused_attention = job->model.unfused_attention;
   int trainer = l.framework == MM_FW_STEPSCOPE;
   l.grad_bytes = trainer ? 0 : plan_grad_reduce_bytes(job);
@@ -788,6 +807,12 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "sequences\n",
             m->window, sliding, m->layers, plan_sliding_window_share(m));
   }
+  if (job->model.recompute_modules) {
+    char names[80];
+    recompute_module_names(job->model.recompute_modules, ", ", names, sizeof names);
+    fprintf(f, "  recompute: selective recomputes %s (Megatron-Core's --recompute-modules)\n",
+            names);
+  }
   if (long_context_unvalidated(job))
     fprintf(f,
             "  attention: %d positions: published runs on current kernels (Megatron-Core with "
@@ -912,6 +937,11 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
   if (m->window > 0)
     ssa_out_printf(o, ",\"sliding_window\":%d,\"full_attention_every\":%d", m->window,
                    m->full_attention_every);
+  if (m->recompute_modules) { /* what its selective layouts recompute (--recompute-modules) */
+    char names[80];
+    recompute_module_names(m->recompute_modules, "\",\"", names, sizeof names);
+    ssa_out_printf(o, ",\"recompute_modules\":[\"%s\"]", names);
+  }
   if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
     ssa_out_printf(o, ",\"grad_reduce_bytes\":%d", plan_grad_reduce_bytes(job));
   if (m->framework == MM_FW_FSDP)

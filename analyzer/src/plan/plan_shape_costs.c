@@ -125,11 +125,11 @@ static int layer_gemm_shapes(const mm_layout *l, double tokens, int moe, layer_g
   return n;
 }
 
-double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double tokens, int forwards,
-                         int moe, double rate) {
-  if (!(rate > 0)) return 0;
-  layer_gemm g[5];
-  int n = layer_gemm_shapes(l, tokens, moe, g);
+/* The GEMMs g[first..n) of a layer: `forwards` forward passes and, with `backward`, the input
+ * and weight gradients, each pass the longer of its FLOPs at `rate` (at its own quantization)
+ * and its HBM traffic. */
+static double gemm_passes_s(const plan_device *dev, const mm_layout *l, const layer_gemm *g,
+                            int first, int n, int forwards, int backward, double rate) {
   double x = l->fp8 ? 1.0 : 2.0; /* an fp8 GEMM's operands (weights, the stored inputs) */
   /* the weight gradient's output: Megatron adds it into main_grad (read and written, its
    * dtype: fp32, or bf16 with a bf16 reduction), DeepSpeed into its bf16 gradients, FSDP
@@ -138,7 +138,7 @@ double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double toke
                 : l->framework == MM_FW_DEEPSPEED ? 4.0
                                                   : 2.0;
   double bw = dev->hbm_bw > 0 ? dev->hbm_bw : INFINITY, t = 0;
-  for (int i = 0; i < n; i++) {
+  for (int i = first; i < n; i++) {
     double m = g[i].m, in = g[i].in, out = g[i].out, flops = 2.0 * m * in * out;
     if (m <= 0) continue;
     double c = g[i].count, q = g[i].tiled; /* experts' GEMMs are grouped: tiles share waves */
@@ -148,9 +148,28 @@ double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double toke
     double f_bytes = x * in * out + x * m * in + 2.0 * m * out,
            d_bytes = x * in * out + x * m * out + 2.0 * m * in,
            w_bytes = x * m * in + x * m * out + grad * in * out;
-    t += c * (forwards * fmax(f, f_bytes / bw) + fmax(d, d_bytes / bw) + fmax(w, w_bytes / bw));
+    t += c * (forwards * fmax(f, f_bytes / bw) +
+              backward * (fmax(d, d_bytes / bw) + fmax(w, w_bytes / bw)));
   }
   return t;
+}
+
+double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double tokens, int forwards,
+                         int moe, double rate) {
+  if (!(rate > 0)) return 0;
+  layer_gemm g[5];
+  int n = layer_gemm_shapes(l, tokens, moe, g);
+  return gemm_passes_s(dev, l, g, 0, n, forwards, 1, rate);
+}
+
+/* The MLP's GEMMs follow the attention's two (QKV, projection) in layer_gemm_shapes: a dense
+ * block's fc1 and fc2, a mixture's router and its experts' two. */
+double plan_layer_mlp_forward_s(const plan_device *dev, const mm_layout *l, double tokens, int moe,
+                                double rate) {
+  if (!(rate > 0)) return 0;
+  layer_gemm g[5];
+  int n = layer_gemm_shapes(l, tokens, moe, g);
+  return gemm_passes_s(dev, l, g, 2, n, 1, 0, rate);
 }
 
 /* FlashAttention's rate at a length (the table above), interpolated in log2 of the length and

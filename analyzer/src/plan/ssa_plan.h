@@ -336,6 +336,11 @@ double plan_layer_gemm_passes(const plan_device *dev, const mm_layout *l, double
 double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens);
 double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double tokens, int forwards,
                          int moe, double rate);
+/* One forward pass of a layer's MLP GEMMs alone (a dense block's two; a mixture's router and
+ * experts), as plan_layer_gemm_s charges them: what recomputing the MLP or the mixture of experts
+ * (Megatron-Core's --recompute-modules mlp, moe) repeats. */
+double plan_layer_mlp_forward_s(const plan_device *dev, const mm_layout *l, double tokens, int moe,
+                                double rate);
 double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int stage);
 /* The fused attention's rate on the length its kernel runs on (seq / cp positions: context
  * parallelism's ring runs it on chunks) over its rate at `at` positions, the length the device's

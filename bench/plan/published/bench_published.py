@@ -56,6 +56,10 @@ convention, and its error, a ratio of tokens/s, is the same in any.
 (Megatron-Core's flex dispatcher, NeMo AutoModel) or HybridEP (Megatron-Bridge's flex backend,
 taken to send what DeepEP sends): `--ep-dispatcher deepep`; empty, NCCL's all-to-all.
 
+`recompute_modules` names what a Megatron-Core run's selective recomputation recomputed where
+its source says (`--recompute-granularity selective --recompute-modules ...`, space-separated:
+`--recompute-modules` with commas; its `recompute` is then selective).
+
 `attention` says which attention kernel the run had where its source says so: unfused for
 Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
 flash for llm-foundry (a fused kernel, no s x s matrix: its benchmark script's default
@@ -186,6 +190,8 @@ def plan_args(r, helptext):
         args += ["--precision", r["precision"]]
     if r.get("dispatcher") in ("deepep", "hybridep") and "--ep-dispatcher" in helptext:
         args += ["--ep-dispatcher", "deepep"]
+    if r.get("recompute_modules") and "--recompute-modules" in helptext:
+        args += ["--recompute-modules", ",".join(r["recompute_modules"].split())]
     if r.get("window") and "--sliding-window" in helptext:
         args += ["--sliding-window", r["window"]]
         if r.get("full_attention_every"):
