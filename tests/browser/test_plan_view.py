@@ -7,7 +7,8 @@ a user would. Checks: the headline names the job and the best layout, the framew
 ceiling (the table's; a measured one, --ceilings-from, named with its run), the model (a
 Qwen3-30B-A3B plan's heads of 128 and experts too, with its caveats: balanced routing, the EP
 ranking and fine-grained experts' compute unvalidated; GPT-OSS's sliding window and a DeepEP
-exchange; a 64K-position plan's long-context caveat); the table holds the
+exchange; a 64K-position plan's long-context caveat; Megatron-Core's recompute modules); the
+table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
 and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
@@ -141,6 +142,7 @@ def main():
         check(want in head and "DeepEP token exchange" in head, "GPT-OSS's window and DeepEP named")
         check("Long sequences" not in d.find_element("id", "plan-caveats").text,
               "no long-context caveat at 4096 positions")
+        check("selective recomputes" not in head, "no recompute modules named, none shown")
         # a long sequence (64K): the attention share's caveat
         long_ctx = os.path.join(work, "long.json")
         subprocess.run([exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",
@@ -156,6 +158,19 @@ def main():
         check("seq 65536" in head, "the 64K plan loaded")
         check("Long sequences (32K positions or more)" in d.find_element("id", "plan-caveats").text,
               "a 64K plan's caveat on the attention share shown")
+        # Megatron-Core's recompute modules in the framework card
+        rcm = os.path.join(work, "rcm.json")
+        subprocess.run([exe, "plan", "--model", "qwen3-30b-a3b", "--gpus", "8", "--global-batch", "64",
+                        "--dp", "8", "--tp", "1", "--pp", "1", "--cp", "1", "--ep", "8", "--zero", "1",
+                        "--recompute", "selective", "--recompute-modules", "layernorm,moe",
+                        "--microbatches", "8", "--json", rcm], check=True, stdout=subprocess.DEVNULL)
+        d.find_element("id", "pick-plan").send_keys(os.path.abspath(rcm))
+        for _ in range(100):
+            if "selective recomputes" in d.find_element("id", "plan-headline").text:
+                break
+            harness.time.sleep(0.05)
+        check("selective recomputes layernorm, moe" in d.find_element("id", "plan-headline").text,
+              "the recompute modules in the framework card")
         bad = os.path.join(work, "not-a-plan.json")
         with open(bad, "w") as f:
             f.write('{"traceEvents": []}')

@@ -88,6 +88,7 @@ var SS = window.SS || (window.SS = {});
     if (job.grad_reduce_bytes === 2) parts.push('16-bit gradient reduction');
     if (job.precision === 'fp8') parts.push('fp8 GEMMs'); /* at the fp8 peak, MFU against bf16's */
     if (job.ep_dispatcher === 'deepep') parts.push('DeepEP token exchange');
+    if (job.recompute_modules) parts.push('selective recomputes ' + job.recompute_modules.join(', '));
     return parts.join(', ');
   }
 
