@@ -166,9 +166,9 @@ double plan_layer_gemm_forward_s(const plan_job *job, const mm_layout *l, double
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
   double gemm = layer_fwd_flops(l, tokens, &att, -1) - att;
   if (!computes_by_shape(job)) return gemm / rate;
-  /* the quantization of the forward, input- and weight-gradient GEMMs, averaged over them */
-  double passes = plan_layer_gemm_passes(dev, l, tokens, 1) / 3.0;
-  return gemm * passes / gemm_rate_of(dev, job->fp8);
+  /* a dense layer's forward, input- and weight-gradient GEMM passes as compute by shape charges
+   * them (each at its own quantization, or its HBM traffic where longer), averaged over them */
+  return plan_layer_gemm_s(dev, l, tokens, 1, 0, gemm_rate_of(dev, job->fp8)) / 3.0;
 }
 
 /* The first global layer of pipeline rank `stage` (stages may be uneven: mm_stage_layers). */
@@ -259,8 +259,9 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
     /* the GEMMs' passes (forward, input and weight gradients, forward again with full
      * recomputation), each at its own tile and wave quantization or, where its HBM traffic
      * takes longer (experts with few tokens each), at that; the attention forward, its
-     * backward (twice the forward), and the forward again under any recomputation */
-    /* recomputing the MLP (dense blocks) or the mixture of experts repeats its GEMMs' forward */
+     * backward (twice the forward), and the forward again when the attention core is
+     * recomputed (full, or selective's core_attn); recomputing the MLP (dense blocks) or the
+     * mixture of experts (selective's mlp, moe) repeats its GEMMs' forward */
     int mlp_again = moe ? (selective & MM_RC_MOE) != 0 : (selective & MM_RC_MLP) != 0;
     t += plan_layer_gemm_s(dev, l, tokens, full ? 2 : 1, moe, gemm_rate) +
          (mlp_again ? plan_layer_mlp_forward_s(dev, l, tokens, moe, gemm_rate) : 0) +

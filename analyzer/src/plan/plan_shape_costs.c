@@ -83,14 +83,6 @@ static void passes_quantization(const plan_device *dev, double tokens, const dou
   *fwd = f / flops, *dgrad = d / flops, *wgrad = w / flops;
 }
 
-double plan_layer_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens,
-                              int forwards) {
-  double in[4], out[4], f, d, w;
-  int n = layer_gemms(l, in, out);
-  passes_quantization(dev, tokens, in, out, n, &f, &d, &w);
-  return forwards * f + d + w;
-}
-
 /* One GEMM shape of a layer: `count` GEMMs of m tokens, in -> out wide, on one rank; `tiled`:
  * its passes pay the tile and wave quantization (all but the router: its output is E wide, and
  * a weight gradient that small over thousands of tokens is split over them (split-K) rather

@@ -320,10 +320,9 @@ int plan_grad_reduce_bytes(const plan_job *job);
 
 /* Shape-dependent costs of a framework's step (plan_shape_costs.c, docs/plan.md "Compute by
  * shape"). plan_gemm_quantization: the time of a GEMM with a rows x cols output over its FLOPs'
- * share of whole waves of tiles (>= 1; 1 without an SM count). plan_layer_gemm_passes: a dense
- * layer's GEMM time for `tokens` tokens in units of its forward GEMM FLOPs at the ceiling rate,
- * for `forwards` forward passes (1, 2 with full recomputation), the input and the weight
- * gradients; plan_head_gemm_passes the LM head's (one forward). plan_layer_gemm_s: the seconds
+ * share of whole waves of tiles (>= 1; 1 without an SM count). plan_head_gemm_passes: the LM
+ * head's GEMM time for `tokens` tokens (one forward, the input and the weight gradients) in
+ * units of its forward GEMM FLOPs at the ceiling rate. plan_layer_gemm_s: the seconds
  * a layer's GEMMs take on one rank for `tokens` tokens (`forwards` forward passes, the input and
  * the weight gradients), each pass the longer of its FLOPs at `rate` slowed by its own
  * quantization and its HBM traffic (the roofline; `moe`: the layer is a mixture of experts,
@@ -331,8 +330,6 @@ int plan_grad_reduce_bytes(const plan_job *job);
  * them). plan_optimizer_step_s: the Adam
  * update of the parameters pipeline rank `stage` updates, as HBM traffic. */
 double plan_gemm_quantization(const plan_device *dev, double rows, double cols);
-double plan_layer_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens,
-                              int forwards);
 double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens);
 double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double tokens, int forwards,
                          int moe, double rate);
