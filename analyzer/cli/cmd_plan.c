@@ -311,8 +311,10 @@ static const cli_option plan_options[] = {
     {CLI_FLAG, "--sp", NULL, NULL, "sequence parallelism", A(f.sp), NULL, 0, 0, NULL},
     {CLI_UNFLAG, "--no-sp", NULL, NULL, "no sequence parallelism", A(f.sp), NULL, 0, 0, NULL},
     INT("--zero", "0..3", f.zero, 0, 3, "ZeRO stage"),
-    {CLI_CALL, "--recompute", NULL, "none|selective|full", "activation recomputation", 0,
-     opt_recompute, 0, 0, NULL},
+    {CLI_CALL, "--recompute", NULL, "none|selective|full",
+     "activation recomputation (selective: the attention core,\n"
+     "or what --recompute-modules names)",
+     0, opt_recompute, 0, 0, NULL},
     INT("--microbatches", "M", f.microbatches, 1, 1 << 16, "micro-batches per DP rank"),
     {CLI_CALL, "--schedule", NULL, "afab|1f1b|interleaved", "pipeline schedule", 0, opt_schedule, 0,
      0, NULL},
