@@ -15,6 +15,25 @@ const char *mm_recompute_module_name(int k) {
   return k >= 0 && k < MM_RC_MODULES ? recompute_module_names[k] : "?";
 }
 
+void mm_recompute_modules_text(int bits, const char *sep, char *buf, size_t size) {
+  size_t used = 0;
+  if (size) buf[0] = 0;
+  for (int k = 0; k < MM_RC_MODULES && used < size; k++)
+    if (bits & (1 << k))
+      used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? sep : "",
+                               recompute_module_names[k]);
+}
+
+void mm_recompute_text(mm_recompute r, int modules, char *buf, size_t size) {
+  if (r != MM_RECOMPUTE_SELECTIVE || !modules) {
+    snprintf(buf, size, "%s", mm_recompute_name(r));
+    return;
+  }
+  char names[80];
+  mm_recompute_modules_text(modules, "+", names, sizeof names);
+  snprintf(buf, size, "selective(%s)", names);
+}
+
 const char *mm_schedule_name(mm_schedule s) {
   return (unsigned)s < 3 ? schedule_names[s] : "?";
 }

@@ -21,6 +21,11 @@ const char *mm_recompute_name(mm_recompute r);
 /* The name of mm_recompute_module bit k (1 << k), Megatron-Core's: core_attn, layernorm, mlp,
  * moe_act, moe. */
 const char *mm_recompute_module_name(int k);
+/* The names of the mm_recompute_module bits set in `bits`, joined by `sep`, into buf. */
+void mm_recompute_modules_text(int bits, const char *sep, char *buf, size_t size);
+/* A recomputation in the table's words: none, full, selective, or selective with the modules
+ * it recomputes when named (`selective(layernorm+moe)`). */
+void mm_recompute_text(mm_recompute r, int modules, char *buf, size_t size);
 /* 0 and *out set when `name` is one of the words above, else -1. */
 int mm_schedule_from_name(const char *name, mm_schedule *out);
 int mm_recompute_from_name(const char *name, mm_recompute *out);

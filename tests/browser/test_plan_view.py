@@ -44,7 +44,7 @@ def main():
         d.find_element("css selector", ".tab[data-tab=plan]").click()
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(plan))
         rows = []
-        for _ in range(100):
+        for _ in range(300):
             rows = d.find_elements("css selector", "#plan-table tbody tr")
             if rows:
                 break
@@ -102,7 +102,7 @@ def main():
         with open(os.path.join(work, "measured.json"), "w") as f:
             json.dump(measured, f)
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(os.path.join(work, "measured.json")))
-        for _ in range(100):
+        for _ in range(300):
             if "measured in" in d.find_element("id", "plan-headline").text:
                 break
             harness.time.sleep(0.05)
@@ -118,7 +118,7 @@ def main():
                         "--json", qwen], check=True, stdout=subprocess.DEVNULL)
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(qwen))
         want = "48 layers × 2048 (32 heads of 128), seq 4096, 128 experts, top 8 of 768 wide"
-        for _ in range(100):
+        for _ in range(300):
             if want in d.find_element("id", "plan-headline").text:
                 break
             harness.time.sleep(0.05)
@@ -134,7 +134,7 @@ def main():
                         "--microbatches", "4", "--json", oss], check=True, stdout=subprocess.DEVNULL)
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(oss))
         want = "sliding window 128 (every 2nd layer whole)"
-        for _ in range(100):
+        for _ in range(300):
             if want in d.find_element("id", "plan-headline").text:
                 break
             harness.time.sleep(0.05)
@@ -150,7 +150,7 @@ def main():
                         "--cp", "1", "--zero", "1", "--recompute", "full", "--microbatches", "8",
                         "--json", long_ctx], check=True, stdout=subprocess.DEVNULL)
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(long_ctx))
-        for _ in range(100):
+        for _ in range(300):
             if "seq 65536" in d.find_element("id", "plan-headline").text:
                 break
             harness.time.sleep(0.05)
@@ -165,7 +165,7 @@ def main():
                         "--recompute", "selective", "--recompute-modules", "layernorm,moe",
                         "--microbatches", "8", "--json", rcm], check=True, stdout=subprocess.DEVNULL)
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(rcm))
-        for _ in range(100):
+        for _ in range(300):
             if "selective recomputes" in d.find_element("id", "plan-headline").text:
                 break
             harness.time.sleep(0.05)
@@ -175,7 +175,7 @@ def main():
         with open(bad, "w") as f:
             f.write('{"traceEvents": []}')
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(bad))
-        for _ in range(100):
+        for _ in range(300):
             if d.find_element("id", "plan-error").text:
                 break
             harness.time.sleep(0.05)

@@ -547,6 +547,36 @@ assert abs(eb - (1.5 * ea + 0.5 * 2 * 4 * 20e-6)) < 1e-7 * eb, (ea, eb)
 assert b["breakdown_s"]["compute"] > a["breakdown_s"]["compute"]
 assert b["memory_bytes"]["activations"] < a["memory_bytes"]["activations"]
 PY
+# the sweep: a Megatron-Core mixture of experts with the recomputation free is offered the
+# module sets Megatron-MoE-ModelZoo's recipes run beside none, selective (the attention core)
+# and full, in the table, JSON and CSV; not when --recompute is named, nor with the job's own
+# modules, nor under FSDP
+free="--layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 2048 --max-seq 2048 --experts 64 \
+  --top-k 2 --gpus 8 --global-batch 16 --dp 8 --tp 1 --pp 1 --cp 1 --ep 8 --microbatches 2"
+"$stepscope" plan $free --framework megatron --zero 1 --json "$dir/rc_free.json" --csv "$dir/rc_free.csv" \
+  > "$dir/rc_free.txt" 2>&1 || { cat "$dir/rc_free.txt"; no "a MoE sweep with the recomputation free"; }
+grep -q "rc=selective(layernorm+moe_act)" "$dir/rc_free.txt" &&
+  grep -q "rc=selective(layernorm+moe)" "$dir/rc_free.txt" &&
+  grep -q "^selective,.*,layernorm+moe$" <(cut -d, -f8- "$dir/rc_free.csv") ||
+  { cat "$dir/rc_free.txt"; no "the module sets in the sweep's table and CSV"; }
+python3 - "$dir/rc_free.json" <<'PY' || no "the module sets in the sweep's JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = sorted((x["layout"]["recompute"], tuple(x["layout"].get("recompute_modules", ())))
+             for x in d["layouts"])
+assert got == [("full", ()), ("none", ()), ("selective", ()), ("selective", ("layernorm", "moe")),
+               ("selective", ("layernorm", "moe_act"))], got
+words = d["ranking"]["choices"]["recompute"]
+assert "selective(layernorm+moe_act)" in words["open"] + words["ruled_out"], words
+PY
+for other in "--framework megatron --zero 1 --recompute selective" \
+  "--framework megatron --zero 1 --recompute-modules moe_act" "--framework fsdp --zero 3"; do
+  "$stepscope" plan $free $other --csv - 2>/dev/null | cut -d, -f8,35 | sort -u > "$dir/rc_other.csv"
+  # the header and none, selective, full; or the header and selective alone
+  want=$(case "$other" in *"--recompute selective") echo 2 ;; *) echo 4 ;; esac)
+  [ "$(wc -l < "$dir/rc_other.csv")" -eq "$want" ] && ! grep -q "layernorm" "$dir/rc_other.csv" ||
+    { cat "$dir/rc_other.csv"; no "no module sets offered with $other"; }
+done
 for bad in "--framework fsdp --zero 3 --recompute-modules moe" "--recompute-modules moe,foo" \
   "--recompute-modules moe,moe" "--recompute none --recompute-modules moe"; do
   "$stepscope" plan --layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 2048 --max-seq 2048 \

@@ -96,17 +96,6 @@ static int long_context_unvalidated(const plan_job *job) {
          job->model.framework != MM_FW_STEPSCOPE && job->model.seq >= 32768;
 }
 
-/* The names of the mm_recompute_module bits set in `bits`, in Megatron-Core's words, joined by
- * `sep` into buf. */
-static void recompute_module_names(int bits, const char *sep, char *buf, size_t size) {
-  size_t used = 0;
-  buf[0] = 0;
-  for (int k = 0; k < MM_RC_MODULES && used < size; k++)
-    if (bits & (1 << k))
-      used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? sep : "",
-                               mm_recompute_module_name(k));
-}
-
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
 
 double plan_ffn(const mm_layout *l) {
@@ -304,7 +293,7 @@ static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   l.rope = job->model.rope;
   l.window = job->model.window;
   l.full_attention_every = job->model.full_attention_every;
-  l.recompute_modules = job->model.recompute_modules;
+  if (job->model.recompute_modules) l.recompute_modules = job->model.recompute_modules;
   l.unfused_attention = job->model.unfused_attention;
   int trainer = l.framework == MM_FW_STEPSCOPE;
   l.grad_bytes = trainer ? 0 : plan_grad_reduce_bytes(job);
@@ -580,6 +569,28 @@ static int allowed(int want, int v) {
   return want < 0 || want == v;
 }
 
+/* The recomputations the sweep offers (rc, the mm_recompute; modules, what a selective one
+ * recomputes), at most 5: none, selective (the attention core, or the job's --recompute-modules),
+ * full, as the filter allows; and where the recomputation is free, for a Megatron-Core mixture
+ * of experts without --recompute-modules, the module sets Megatron-MoE-ModelZoo's Qwen3 recipes
+ * run (best_practice/qwen3: `moe_act layernorm` at 4K, `layernorm moe` at long context). */
+static int recompute_choices(const plan_job *job, const plan_filter *f, int rc[5], int modules[5]) {
+  int n = 0;
+  for (int r = 0; r < 3; r++)
+    if (allowed(f->recompute, r)) {
+      rc[n] = r;
+      modules[n++] = r == MM_RECOMPUTE_SELECTIVE ? job->model.recompute_modules : 0;
+    }
+  if (f->recompute < 0 && job->model.framework == MM_FW_MEGATRON && job->model.experts > 0 &&
+      job->model.moe_every == 1 && !job->model.recompute_modules) {
+    rc[n] = MM_RECOMPUTE_SELECTIVE;
+    modules[n++] = MM_RC_LAYERNORM | MM_RC_MOE_ACT;
+    rc[n] = MM_RECOMPUTE_SELECTIVE;
+    modules[n++] = MM_RC_LAYERNORM | MM_RC_MOE;
+  }
+  return n;
+}
+
 /* Predicts layout l with every expert layout the filter allows (none without experts): the
  * experts cut over TP with EP degrees dividing dp and E, and under Megatron with TP and SP also
  * whole on a rank (expert TP 1) with EP degrees dividing tp x cp x dp and E. Returns 0, or -1
@@ -613,6 +624,7 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
   const mm_layout *m = &job->model;
   int N = job->gpus;
   if (why_none && why_size) why_none[0] = '\0';
+  int rcs[5], rc_modules[5], nrc = recompute_choices(job, f, rcs, rc_modules);
   for (int tp = 1; tp <= N; tp++) {
     if (N % tp || !allowed(f->tp, tp) || m->heads % tp || m->hidden % tp) continue;
     for (int pp = 1; pp <= N / tp; pp++) {
@@ -646,8 +658,7 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                 if (!allowed(f->zero, zero) || (zero && dp * cp == 1) ||
                     (zero >= 2 && sched == MM_SCHED_INTERLEAVED && m->framework == MM_FW_STEPSCOPE))
                   continue;
-                for (int rc = 0; rc < 3; rc++) {
-                  if (!allowed(f->recompute, rc)) continue;
+                for (int c = 0; c < nrc; c++) {
                   for (int sp = 0; sp <= (tp > 1); sp++) {
                     if (!allowed(f->sp, sp) && tp > 1) continue;
                     mm_layout l = *m;
@@ -661,7 +672,8 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                     l.microbatches = M;
                     l.micro_batch = per_dp / M;
                     l.zero = zero;
-                    l.recompute = (mm_recompute)rc;
+                    l.recompute = (mm_recompute)rcs[c];
+                    l.recompute_modules = rc_modules[c];
                     l.bucket_mb = m->bucket_mb > 0 ? m->bucket_mb : 1;
                     /* FSDP's hybrid sharding: the states sharded over the DP group's
                      * members in a node (or the --shard-group named), replicated across */
@@ -724,9 +736,11 @@ void plan_layout_name(const mm_layout *l, char *buf, size_t size) {
              mm_expert_tp(l) != l->tp ? " etp1" : "");
   char hybrid[24] = ""; /* FSDP's hybrid sharding: the shard group's size */
   if (l->shard_group > 0) snprintf(hybrid, sizeof hybrid, " hybrid%d", l->shard_group);
+  char rc[96];
+  mm_recompute_text(l->recompute, l->recompute_modules, rc, sizeof rc);
   snprintf(buf, size, "dp%d%s tp%d%s pp%d cp%d zero%d%s %s m%d x %d rc=%s", l->dp, ep, l->tp,
            l->sp ? "+sp" : "", l->pp, l->cp, l->zero, hybrid, sched, l->microbatches,
-           l->micro_batch, recompute_name(l->recompute));
+           l->micro_batch, rc);
 }
 
 static double gib(double b) {
@@ -810,7 +824,7 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   }
   if (job->model.recompute_modules) {
     char names[80];
-    recompute_module_names(job->model.recompute_modules, ", ", names, sizeof names);
+    mm_recompute_modules_text(job->model.recompute_modules, ", ", names, sizeof names);
     fprintf(f, "  recompute: selective recomputes %s (Megatron-Core's --recompute-modules)\n",
             names);
   }
@@ -891,11 +905,17 @@ static void json_layout(ssa_out *o, const plan_result *r) {
                  "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
                  "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
                  "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d,"
-                 "\"expert_tp\":%d,\"shard_group\":%d},",
+                 "\"expert_tp\":%d,\"shard_group\":%d",
                  name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
                  recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
                  l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
                  l->ep > 0 ? l->ep : 1, l->experts > 0 ? mm_expert_tp(l) : 0, l->shard_group);
+  if (l->recompute == MM_RECOMPUTE_SELECTIVE && l->recompute_modules) { /* Megatron's modules */
+    char names[80];
+    mm_recompute_modules_text(l->recompute_modules, "\",\"", names, sizeof names);
+    ssa_out_printf(o, ",\"recompute_modules\":[\"%s\"]", names);
+  }
+  ssa_out_str(o, "},");
   ssa_out_printf(o,
                  "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
                  "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
@@ -940,7 +960,7 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    m->full_attention_every);
   if (m->recompute_modules) { /* what its selective layouts recompute (--recompute-modules) */
     char names[80];
-    recompute_module_names(m->recompute_modules, "\",\"", names, sizeof names);
+    mm_recompute_modules_text(m->recompute_modules, "\",\"", names, sizeof names);
     ssa_out_printf(o, ",\"recompute_modules\":[\"%s\"]", names);
   }
   if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
@@ -1042,20 +1062,24 @@ int plan_write_csv(ssa_out *o, const plan_result *r, long n) {
       o, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
          "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
          "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
-         "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s,shard_group,expert_tp\n");
+         "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s,shard_group,expert_tp,"
+         "recompute_modules\n");
   for (long i = 0; i < n; i++) {
     const plan_result *x = &r[i];
     const mm_layout *l = &x->layout;
+    char modules[80] = ""; /* Megatron-Core's, joined by '+' (no comma inside a CSV field) */
+    if (l->recompute == MM_RECOMPUTE_SELECTIVE)
+      mm_recompute_modules_text(l->recompute_modules, "+", modules, sizeof modules);
     ssa_out_printf(o,
                    "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.9g,"
-                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g,%d,%d\n",
+                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g,%d,%d,%s\n",
                    i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
                    l->microbatches, l->micro_batch, schedule_name(l),
                    l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
                    x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
                    x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
                    x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
-                   x->wait_s, l->shard_group, l->experts > 0 ? mm_expert_tp(l) : 0);
+                   x->wait_s, l->shard_group, l->experts > 0 ? mm_expert_tp(l) : 0, modules);
   }
   return o->error ? -1 : 0;
 }

@@ -30,7 +30,7 @@ double plan_ranking_band(const plan_job *job) {
 }
 
 /* A field's value as one integer: the schedule is -1 without a pipeline, else
- * schedule x 64 + virtual stages. */
+ * schedule x 64 + virtual stages; the recomputation is recompute + 4 x its modules. */
 static int field_code(const mm_layout *l, int field) {
   switch (field) {
   case PLAN_FIELD_DP: return l->dp;
@@ -46,7 +46,9 @@ static int field_code(const mm_layout *l, int field) {
                      : -1;
   case PLAN_FIELD_MICRO_BATCH: return l->micro_batch;
   case PLAN_FIELD_SHARD_GROUP: return l->shard_group;
-  default: return (int)l->recompute;
+  default: /* the recomputation, and what a selective one recomputes (Megatron's modules) */
+    return (int)l->recompute +
+           4 * (l->recompute == MM_RECOMPUTE_SELECTIVE ? l->recompute_modules : 0);
   }
 }
 
@@ -108,7 +110,7 @@ static void code_name(int field, int code, char *buf, size_t size) {
       snprintf(buf, size, "%s", mm_schedule_name((mm_schedule)(code / 64)));
     break;
   case PLAN_FIELD_RECOMPUTE:
-    snprintf(buf, size, "%s", mm_recompute_name((mm_recompute)code));
+    mm_recompute_text((mm_recompute)(code % 4), code / 4, buf, size);
     break;
   case PLAN_FIELD_SHARD_GROUP:
     if (code == 0) { /* sharded over the whole group */

@@ -208,6 +208,11 @@ def agrees(row, r):
         return False
     if r["recompute"] and row["recompute"] != r["recompute"]:
         return False
+    # what a selective recomputation recomputed: the source's modules, or (none named, recompute
+    # given) the attention core, the planner's empty field; a planner without the column, none
+    mods = "+".join(sorted(r.get("recompute_modules", "").split()))
+    if r["recompute"] and "+".join(sorted((row.get("recompute_modules") or "").split("+"))) != mods:
+        return False
     if r["sp"] and int(row["sp"]) != int(r["sp"]):
         return False
     if r.get("ep") and int(row.get("ep") or 1) != int(r["ep"]):
