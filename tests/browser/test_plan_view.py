@@ -26,6 +26,16 @@ import harness  # noqa: E402
 from harness import check  # noqa: E402
 
 
+def load_plan(d, path, until):
+    """Opens a plan through the Plan tab's file input and waits (15 s at most) until the headline
+    says `until`."""
+    d.find_element("id", "pick-plan").send_keys(path)
+    for _ in range(300):
+        if until in d.find_element("id", "plan-headline").text:
+            return
+        harness.time.sleep(0.05)
+
+
 def main():
     exe, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -101,11 +111,7 @@ def main():
                 "forward_share": 0.5053, "backward_share": 0.3369, "ceiling": 0.3790, "why": None})
         with open(os.path.join(work, "measured.json"), "w") as f:
             json.dump(measured, f)
-        d.find_element("id", "pick-plan").send_keys(os.path.abspath(os.path.join(work, "measured.json")))
-        for _ in range(300):
-            if "measured in" in d.find_element("id", "plan-headline").text:
-                break
-            harness.time.sleep(0.05)
+        load_plan(d, os.path.abspath(os.path.join(work, "measured.json")), "measured in")
         check("63.6 % of peak, measured in run.pt.trace.json (48 of 168 bf16 GEMMs on NVIDIA H100 80GB HBM3)"
               in d.find_element("id", "plan-headline").text, "the GEMM ceiling card names the measurement")
         check("37.9 % of peak, measured (48 forward at 50.5 %, 24 backward at 33.7 %)"
@@ -116,12 +122,8 @@ def main():
                         "--global-batch", "512", "--dp", "8", "--tp", "1", "--pp", "1", "--cp", "1",
                         "--ep", "8", "--zero", "3", "--recompute", "full", "--microbatches", "16",
                         "--json", qwen], check=True, stdout=subprocess.DEVNULL)
-        d.find_element("id", "pick-plan").send_keys(os.path.abspath(qwen))
         want = "48 layers × 2048 (32 heads of 128), seq 4096, 128 experts, top 8 of 768 wide"
-        for _ in range(300):
-            if want in d.find_element("id", "plan-headline").text:
-                break
-            harness.time.sleep(0.05)
+        load_plan(d, os.path.abspath(qwen), want)
         check(want in d.find_element("id", "plan-headline").text, "the model card: Qwen3's heads and experts")
         caveats = d.find_element("id", "plan-caveats").text
         check("Routing is taken as balanced" in caveats and "take the EP ranking as a hypothesis" in caveats
@@ -132,12 +134,8 @@ def main():
                         "--ep-dispatcher", "deepep", "--dp", "16", "--tp", "1", "--pp", "4", "--cp", "1",
                         "--ep", "8", "--zero", "1", "--recompute", "none", "--schedule", "1f1b",
                         "--microbatches", "4", "--json", oss], check=True, stdout=subprocess.DEVNULL)
-        d.find_element("id", "pick-plan").send_keys(os.path.abspath(oss))
         want = "sliding window 128 (every 2nd layer whole)"
-        for _ in range(300):
-            if want in d.find_element("id", "plan-headline").text:
-                break
-            harness.time.sleep(0.05)
+        load_plan(d, os.path.abspath(oss), want)
         head = d.find_element("id", "plan-headline").text
         check(want in head and "DeepEP token exchange" in head, "GPT-OSS's window and DeepEP named")
         check("Long sequences" not in d.find_element("id", "plan-caveats").text,
@@ -149,11 +147,7 @@ def main():
                         "--gpus", "64", "--global-batch", "64", "--dp", "8", "--tp", "8", "--pp", "1",
                         "--cp", "1", "--zero", "1", "--recompute", "full", "--microbatches", "8",
                         "--json", long_ctx], check=True, stdout=subprocess.DEVNULL)
-        d.find_element("id", "pick-plan").send_keys(os.path.abspath(long_ctx))
-        for _ in range(300):
-            if "seq 65536" in d.find_element("id", "plan-headline").text:
-                break
-            harness.time.sleep(0.05)
+        load_plan(d, os.path.abspath(long_ctx), "seq 65536")
         head = d.find_element("id", "plan-headline").text
         check("seq 65536" in head, "the 64K plan loaded")
         check("Long sequences (32K positions or more)" in d.find_element("id", "plan-caveats").text,
@@ -164,11 +158,7 @@ def main():
                         "--dp", "8", "--tp", "1", "--pp", "1", "--cp", "1", "--ep", "8", "--zero", "1",
                         "--recompute", "selective", "--recompute-modules", "layernorm,moe",
                         "--microbatches", "8", "--json", rcm], check=True, stdout=subprocess.DEVNULL)
-        d.find_element("id", "pick-plan").send_keys(os.path.abspath(rcm))
-        for _ in range(300):
-            if "selective recomputes" in d.find_element("id", "plan-headline").text:
-                break
-            harness.time.sleep(0.05)
+        load_plan(d, os.path.abspath(rcm), "selective recomputes")
         check("selective recomputes layernorm, moe" in d.find_element("id", "plan-headline").text,
               "the recompute modules in the framework card")
         bad = os.path.join(work, "not-a-plan.json")

@@ -665,6 +665,17 @@ static void compute_by_shape(void) {
   CHECK(r.mfu > small_mfu * 1.2);
 }
 
+/* The test model 1024 wide with an MLP of 4096, whole on one rank (no TP): GEMMs of a size
+ * whose passes the tests below work out by hand. */
+static mm_layout wide_layer(void) {
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.hidden = 1024;
+  l.ffn = 4096;
+  l.tp = 1;
+  l.sp = 0;
+  return l;
+}
+
 /* A layer's GEMM time (plan_shape_costs.c: plan_layer_gemm_s), each pass the longer of its
  * FLOPs at its own quantization and its HBM traffic (the roofline): on an H100 without its SM
  * count first (no quantization), GEMMs at 62 % of 989 TFLOP/s, HBM 3.35 TB/s. A Megatron MoE
@@ -683,11 +694,7 @@ static void compute_by_shape(void) {
 static void gemm_roofline(void) {
   plan_device dev = *plan_device_find("h100-sxm");
   dev.sms = 0;
-  mm_layout l = model(MM_FW_MEGATRON);
-  l.hidden = 1024;
-  l.ffn = 4096;
-  l.tp = 1;
-  l.sp = 0;
+  mm_layout l = wide_layer();
   l.experts = 64;
   l.top_k = 1;
   l.moe_every = 1;
@@ -783,11 +790,7 @@ static void recompute_modules(void) {
    * router and experts, what two forwards cost beyond one, less the attention's four C x C */
   plan_device dev = *plan_device_find("h100-sxm");
   dev.sms = 0;
-  mm_layout g = model(MM_FW_MEGATRON);
-  g.hidden = 1024;
-  g.ffn = 4096;
-  g.tp = 1;
-  g.sp = 0;
+  mm_layout g = wide_layer();
   double rate = 0.62 * 989e12, tokens = 8192;
   CHECK(fabs(plan_layer_mlp_forward_s(&dev, &g, tokens, 0, rate) -
              2 * tokens * 2 * 1024.0 * 4096 / rate) < 1e-15);
