@@ -247,20 +247,25 @@ static layer_activations activations_of(const mm_layout *l) {
   return a;
 }
 
-double mm_framework_recomputed_activations(const mm_layout *l) {
+/* Of a's bytes, those selective recomputation's modules recompute (0 unless selective). */
+static double recomputed_of(const mm_layout *l, const layer_activations *a) {
   if (l->recompute != MM_RECOMPUTE_SELECTIVE) return 0;
-  layer_activations a = activations_of(l);
   int m = mm_recompute_modules(l);
   double r = 0;
-  if (m & MM_RC_CORE_ATTN) r += a.scores; /* flash attention: nothing but its lse, kept */
-  if (m & MM_RC_LAYERNORM) r += a.layernorm_outputs;
-  if (a.moe && (m & MM_RC_MOE)) /* the MoE's input (the pre-MLP LayerNorm's output) stays */
-    r += a.mlp + a.expert_inputs;
-  else if (a.moe && (m & MM_RC_MOE_ACT))
-    r += a.activation_output;
-  else if (!a.moe && (m & MM_RC_MLP))
-    r += a.mlp;
+  if (m & MM_RC_CORE_ATTN) r += a->scores; /* flash attention: nothing but its lse, kept */
+  if (m & MM_RC_LAYERNORM) r += a->layernorm_outputs;
+  if (a->moe && (m & MM_RC_MOE)) /* the MoE's input (the pre-MLP LayerNorm's output) stays */
+    r += a->mlp + a->expert_inputs;
+  else if (a->moe && (m & MM_RC_MOE_ACT))
+    r += a->activation_output;
+  else if (!a->moe && (m & MM_RC_MLP))
+    r += a->mlp;
   return r;
+}
+
+double mm_framework_recomputed_activations(const mm_layout *l) {
+  layer_activations a = activations_of(l);
+  return recomputed_of(l, &a);
 }
 
 /* Bytes of one layer's stored activations for one micro-batch (Korthikanti et al.): all of
@@ -270,8 +275,7 @@ double mm_framework_layer_activations(const mm_layout *l) {
   layer_activations a = activations_of(l);
   double stored = a.layernorm_outputs + a.other_replicated + a.attention + a.mlp + a.expert_inputs +
                   (l->unfused_attention ? a.scores : a.lse);
-  if (l->recompute == MM_RECOMPUTE_SELECTIVE)
-    return stored - mm_framework_recomputed_activations(l);
+  if (l->recompute == MM_RECOMPUTE_SELECTIVE) return stored - recomputed_of(l, &a);
   if (l->recompute == MM_RECOMPUTE_FULL) return stored - a.scores; /* the layer recomputed */
   return stored;
 }

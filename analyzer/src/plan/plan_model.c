@@ -86,16 +86,6 @@ static int fine_grained_experts(const mm_layout *m) {
   return m->framework != MM_FW_STEPSCOPE && m->experts >= 64;
 }
 
-/* Whether the plan's attention share is the device table's at 32K positions or more, where the
- * published runs disagree with it (bench/plan/published/README.md, "Long sequences"): the share
- * was set on runs of 512 to 8K positions, and at 32K-128K runs on current kernels (Megatron-Core
- * with TransformerEngine, Llama 3's framework) went faster than predicted, MPT's 2023 kernel as
- * predicted. */
-static int long_context_unvalidated(const plan_job *job) {
-  return job->dev.attention_length > 0 && job->dev.gemm_efficiency > 0 &&
-         job->model.framework != MM_FW_STEPSCOPE && job->model.seq >= 32768;
-}
-
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
 
 double plan_ffn(const mm_layout *l) {
@@ -143,6 +133,15 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
 static int computes_by_shape(const plan_job *job) {
   return job->model.framework != MM_FW_STEPSCOPE && !(job->cal.flops_rate > 0) &&
          job->dev.gemm_efficiency > 0;
+}
+
+/* Whether the plan's attention share is the device table's at 32K positions or more, where the
+ * published runs disagree with it (bench/plan/published/README.md, "Long sequences"): the share
+ * was set on runs of 512 to 8K positions, and at 32K-128K runs on current kernels (Megatron-Core
+ * with TransformerEngine, Llama 3's framework) went faster than predicted, MPT's 2023 kernel as
+ * predicted. */
+static int long_context_unvalidated(const plan_job *job) {
+  return computes_by_shape(job) && job->dev.attention_length > 0 && job->model.seq >= 32768;
 }
 
 /* The GEMMs' rate under compute by shape: the precision's dense peak at the GEMM ceiling. */
