@@ -526,8 +526,6 @@ static int build_model(plan_args *p) {
   return 0;
 }
 
-/* 2, after the message, where the model has what the stepscope trainer cannot run (a real
- * framework's model features), whichever way the trainer was chosen; else 0. */
 /* --recompute-modules: Megatron-Core's module names (transformer_config.py recompute_modules)
  * into m->recompute_modules; refused (-1, with the reason) for another framework, an unknown or
  * repeated name, or experts' modules without experts. */
@@ -565,6 +563,8 @@ static int parse_recompute_modules(const char *list, mm_layout *m) {
   return 0;
 }
 
+/* 2, after the message, where the model has what the stepscope trainer cannot run (a real
+ * framework's model features), whichever way the trainer was chosen; else 0. */
 static int trainer_model_refused(const mm_layout *m) {
   if (!(m->kv_heads || m->gated_mlp || m->untied || m->rope || m->head_dim || m->moe_ffn ||
         m->window))
