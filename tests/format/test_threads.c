@@ -1,14 +1,20 @@
 /*
  * test_threads.c — many threads append at once while the background thread
  * closes frames on time: every record arrives exactly once and whole
- * (no torn record: each carries its own checksum-like fields).
+ * (no torn record: each carries its own checksum-like fields), and each
+ * thread's records in the order it appended them. The 1 ms flush interval
+ * makes the background thread steal the threads' buffers a few hundred times
+ * while they fill and queue others: before the frame queue kept each
+ * thread's order (2026-11-30), two runs in five read some thread's
+ * records out of order here, and a crash could keep a thread's newer
+ * records without its older ones (format.crash's gap).
  */
 #include <pthread.h>
 
 #include "test_util.h"
 
 #define THREADS    8
-#define PER_THREAD 100000
+#define PER_THREAD 400000
 
 static stepscope_writer *g_w;
 static uint32_t g_names[THREADS];
@@ -41,7 +47,7 @@ int main(void) {
   test_tmp_path(path, sizeof path, "threads");
   stepscope_header h = test_header(0);
   stepscope_writer_options opt = {
-      .frame_bytes = 1 << 20, .flush_interval_ms = 20, .background_flush = 1};
+      .frame_bytes = 1 << 20, .flush_interval_ms = 1, .background_flush = 1};
   stepscope_error err;
   g_w = stepscope_writer_open(path, &h, &opt, &err);
   CHECK_MSG(g_w != NULL, "%s", err.message);
@@ -66,7 +72,10 @@ int main(void) {
   if (!r) return 1;
   stepscope_record rec;
   int rc;
-  uint64_t n = 0, bad = 0, dup = 0;
+  uint64_t n = 0, bad = 0, dup = 0, out_of_order = 0;
+  int64_t last[THREADS];
+  for (int t = 0; t < THREADS; t++)
+    last[t] = -1;
   while ((rc = stepscope_reader_next(r, &rec, &err)) == 1) {
     if (rec.kind != STEPSCOPE_REC_KERNEL) continue;
     uint64_t t = rec.u.kernel.stream, i = rec.u.kernel.correlation_id & 0xffffffffu;
@@ -80,11 +89,15 @@ int main(void) {
     const char *name = stepscope_reader_string(r, rec.u.kernel.name);
     if (!name) bad++;
     if (seen[t][i]++) dup++;
+    if ((int64_t)i <= last[t]) out_of_order++;
+    last[t] = (int64_t)i;
     n++;
   }
   CHECK_MSG(rc == 0, "%s", err.message);
   CHECK_MSG(n == (uint64_t)THREADS * PER_THREAD, "read %llu records", (unsigned long long)n);
   CHECK(bad == 0 && dup == 0);
+  CHECK_MSG(out_of_order == 0, "%llu record(s) read before an earlier one of their thread",
+            (unsigned long long)out_of_order);
   stepscope_reader_close(r);
   unlink(path);
   if (test_failures) fprintf(stderr, "%d check(s) failed\n", test_failures);

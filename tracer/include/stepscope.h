@@ -465,7 +465,11 @@ STEPSCOPE_EXPORT uint32_t stepscope_intern_n(stepscope_writer *w, const char *s,
  * negative status; a failed append is counted as dropped. */
 STEPSCOPE_EXPORT int stepscope_write(stepscope_writer *w, const stepscope_record *rec);
 
-/* Closes a frame now with everything appended so far (from all threads). */
+/* Closes a frame now with everything appended so far: all the calling
+ * thread's records, and those of threads that are not appending at that
+ * moment. A thread caught handing a full buffer to the frame queue keeps
+ * its newest records for the next frame, so that each thread's records
+ * reach the file in the order it appended them. */
 STEPSCOPE_EXPORT int stepscope_writer_flush(stepscope_writer *w, stepscope_error *err);
 
 /* Flushes, writes the final frame and closes the file. Other threads must

@@ -33,6 +33,8 @@
  *
  * Crash safety. A process killed at any instant leaves a file of complete
  * frames plus at most one partial frame, which readers drop with a warning.
+ * Each thread's records are written in the order it appended them, so what
+ * survives of a thread is a prefix of what it appended (close_frame).
  * What was still in buffers (at most about flush_interval_ms of activity,
  * 200 ms by default) is lost. Closing writes a last frame ending with an END
  * record, so a reader tells a closed file from one whose process died.
@@ -93,12 +95,18 @@ typedef struct thread_buffer {
   byte_buf buf; /* when allocated, starts with a BLOCK record */
   codec_state state;
   uint64_t thread;
-  uint64_t records;           /* appended through this buffer (under `busy`) */
+  uint64_t records; /* appended through this buffer (under `busy`) */
+  /* Per-thread order (see close_frame): 1 from the moment a full buffer of this thread is
+   * swapped out (under `busy`) until it is in the frame queue; and the queue position
+   * (full_block.seq) of the last buffer it queued. */
+  atomic_int handing_off;
+  atomic_uint_fast64_t last_queued;
   struct thread_buffer *next; /* registry list */
 } thread_buffer;
 
 typedef struct full_block {
   byte_buf buf;
+  uint64_t seq; /* its place in the frame queue, from 1 (stolen buffers: 0) */
   struct full_block *next;
 } full_block;
 
@@ -116,6 +124,7 @@ struct stepscope_writer {
   pthread_mutex_t full_mu;
   full_block *full_head, *full_tail;
   size_t full_bytes;
+  uint64_t queue_seq;            /* full blocks ever queued */
   uint8_t *spare[SPARE_BUFFERS]; /* written buffers kept for reuse (guarded by full_mu) */
   unsigned nspare;
 
@@ -297,8 +306,8 @@ static int lock_buffer_until(thread_buffer *tb, uint64_t deadline_ns) {
 
 typedef enum frame_mode {
   FRAME_QUEUED, /* about frame_bytes of the queued full buffers (size-triggered) */
-  FRAME_ALL,    /* everything appended so far, threads' current buffers too */
-  FRAME_FINAL   /* FRAME_ALL, and the writer closes: later appends are no-ops */
+  FRAME_ALL,  /* everything appended so far, threads' current buffers too (in order: close_frame) */
+  FRAME_FINAL /* FRAME_ALL, and the writer closes: later appends are no-ops */
 } frame_mode;
 
 /* Closes a frame. FRAME_QUEUED compresses about frame_bytes of the queue,
@@ -317,8 +326,26 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
   }
   int final = mode == FRAME_FINAL;
 
-  /* 1. Steal each thread's current buffer (a fresh one starts a new block). */
+  /* 1. Steal each thread's current buffer (a fresh one starts a new block).
+   *
+   * A thread's records must reach the file in the order it appended them: a
+   * process killed between two frames must leave a gap-free prefix of each
+   * thread's records, not its newer ones without older ones. The frame puts
+   * the queue's blocks before the stolen buffers, so it takes only what was
+   * queued before the stealing began (`snapshot`): a thread's buffer filled
+   * and queued meanwhile is newer than the one stolen from it and waits for
+   * the next frame. A thread whose older buffer is still on its way to the
+   * queue (handing_off), or reached it after the snapshot, keeps its current
+   * buffer for a later frame, behind that one. The final frame takes
+   * everything: no buffer is swapped out after it stole a thread's, and it
+   * waits for those on their way. */
   full_block *stolen = NULL;
+  uint64_t snapshot = UINT64_MAX;
+  if (mode == FRAME_ALL) {
+    pthread_mutex_lock(&w->full_mu);
+    snapshot = w->queue_seq;
+    pthread_mutex_unlock(&w->full_mu);
+  }
   if (mode != FRAME_QUEUED) {
     pthread_mutex_lock(&w->registry_mu);
     if (final) atomic_store(&w->closed, 1);
@@ -327,10 +354,16 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
         lock_buffer_patiently(tb);
       else if (lock_buffer_until(tb, deadline) != 0)
         continue;
+      if (!final && (atomic_load_explicit(&tb->handing_off, memory_order_acquire) ||
+                     atomic_load_explicit(&tb->last_queued, memory_order_relaxed) > snapshot)) {
+        atomic_flag_clear_explicit(&tb->busy, memory_order_release);
+        continue;
+      }
       if (tb->buf.len > 0) {
         full_block *fb = malloc(sizeof *fb);
         if (fb) {
           fb->buf = tb->buf;
+          fb->seq = 0;
           fb->next = stolen;
           stolen = fb;
           tb->buf = (byte_buf){0};
@@ -353,16 +386,18 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
         sched_yield();
   }
 
-  /* 2. Take the full list: all of it, or about a frame's worth. */
+  /* 2. Take the full list: all of it, what was queued before the snapshot, or about a
+   * frame's worth. */
   pthread_mutex_lock(&w->full_mu);
   full_block *full = w->full_head;
-  if (mode == FRAME_QUEUED) {
-    size_t taken = 0;
+  if (mode != FRAME_FINAL) {
+    size_t taken = 0, limit = mode == FRAME_QUEUED ? w->opt.frame_bytes : SIZE_MAX;
     full_block *last = NULL;
-    for (full_block *b = full; b && taken < w->opt.frame_bytes; b = b->next) {
+    for (full_block *b = full; b && taken < limit && b->seq <= snapshot; b = b->next) {
       taken += b->buf.len;
       last = b;
     }
+    if (!last) full = NULL;
     if (last) {
       w->full_head = last->next;
       if (!w->full_head) w->full_tail = NULL;
@@ -635,17 +670,20 @@ static inline thread_buffer *thread_buffer_for(stepscope_writer *w) {
 /* Hands a full buffer to the frame queue, and ends its being in flight
  * (handoffs_in_flight) before anything that may wait for a closing writer;
  * closes a frame when enough is queued. */
-static void hand_off(stepscope_writer *w, byte_buf full) {
+static void hand_off(stepscope_writer *w, thread_buffer *tb, byte_buf full) {
   full_block *fb = malloc(sizeof *fb);
   if (!fb) {
     atomic_fetch_add(&w->dropped, count_records(&full));
     free(full.data);
+    atomic_store_explicit(&tb->handing_off, 0, memory_order_release);
     atomic_fetch_sub(&w->handoffs_in_flight, 1);
     return;
   }
   fb->buf = full;
   fb->next = NULL;
   pthread_mutex_lock(&w->full_mu);
+  fb->seq = ++w->queue_seq;
+  atomic_store_explicit(&tb->last_queued, fb->seq, memory_order_relaxed);
   if (w->full_tail)
     w->full_tail->next = fb;
   else
@@ -656,6 +694,7 @@ static void hand_off(stepscope_writer *w, byte_buf full) {
   /* Backpressure: if the background thread falls behind, producers help. */
   int help = w->full_bytes >= 2 * w->opt.frame_bytes;
   pthread_mutex_unlock(&w->full_mu);
+  atomic_store_explicit(&tb->handing_off, 0, memory_order_release); /* queued */
   atomic_fetch_sub(&w->handoffs_in_flight, 1); /* queued: a closing frame will find it */
   if (!close_now) return;
   if (w->flusher_running && !help) { /* compression happens off the appending thread */
@@ -697,7 +736,10 @@ __attribute__((noinline)) static int write_slow(stepscope_writer *w, thread_buff
     fresh = (byte_buf){0};
     tb->buf.len = (size_t)(codec_encode_block(&tb->state, tb->buf.data, tb->thread) - tb->buf.data);
     /* until it is queued, the full buffer is in flight: a closing writer waits */
-    if (full.len) atomic_fetch_add(&w->handoffs_in_flight, 1);
+    if (full.len) {
+      atomic_store_explicit(&tb->handing_off, 1, memory_order_relaxed);
+      atomic_fetch_add(&w->handoffs_in_flight, 1);
+    }
   }
   uint8_t *p = codec_encode(&tb->state, tb->buf.data + tb->buf.len, rec);
   tb->buf.len = (size_t)(p - tb->buf.data);
@@ -705,7 +747,7 @@ __attribute__((noinline)) static int write_slow(stepscope_writer *w, thread_buff
   atomic_flag_clear_explicit(&tb->busy, memory_order_release);
   if (fresh.data) recycle_buffer(w, &fresh); /* the flusher swapped ours out meanwhile */
   if (full.len) {
-    hand_off(w, full);
+    hand_off(w, tb, full);
   } else if (full.data) {
     recycle_buffer(w, &full);
   }
