@@ -198,6 +198,11 @@ int mm_recompute_modules(const mm_layout *l) {
   return l->recompute_modules ? l->recompute_modules : MM_RC_CORE_ATTN;
 }
 
+int mm_recomputes(const mm_layout *l, int module) {
+  if (l->recompute == MM_RECOMPUTE_FULL) return 1;
+  return l->recompute == MM_RECOMPUTE_SELECTIVE && (mm_recompute_modules(l) & module) != 0;
+}
+
 /* One layer's activations for one micro-batch by what stores them (Korthikanti et al.), in
  * bytes, before any recomputation. */
 typedef struct {

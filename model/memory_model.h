@@ -203,6 +203,10 @@ double mm_framework_recomputed_activations(const mm_layout *l);
 /* The modules selective recomputation recomputes: l->recompute_modules, or the attention core
  * when none are named. */
 int mm_recompute_modules(const mm_layout *l);
+/* Whether layout l runs `module` (one MM_RC_* bit) forward again in backward: every module
+ * under full recomputation, the named ones (mm_recompute_modules) under selective, none
+ * without recomputation. */
+int mm_recomputes(const mm_layout *l, int module);
 
 /* The transformer blocks pipeline rank `stage` holds (every chunk together): layers / pp, or
  * with a real framework and layers not divisible by the model chunks (pp, or pp x v when

@@ -547,6 +547,17 @@ assert abs(eb - (1.5 * ea + 0.5 * 2 * 4 * 20e-6)) < 1e-7 * eb, (ea, eb)
 assert b["breakdown_s"]["compute"] > a["breakdown_s"]["compute"]
 assert b["memory_bytes"]["activations"] < a["memory_bytes"]["activations"]
 PY
+# full recomputation runs the whole layer forward again, the mixture's exchange with it (as
+# Megatron-Core's checkpointed layers and torch's checkpoint_wrapper around a block do): the
+# same exchanges as recomputing the moe module
+"$stepscope" plan $moe --recompute full --json "$dir/rc_full.json" > /dev/null 2>&1 ||
+  no "a MoE layout with full recomputation"
+python3 - "$dir/rc_moe.json" "$dir/rc_full.json" <<'PY' || no "full recomputation exchanges the tokens again"
+import json, sys
+moe, full = (json.load(open(p))["layouts"][0] for p in sys.argv[1:3])
+assert full["layout"]["recompute"] == "full"
+assert abs(full["breakdown_s"]["ep"] - moe["breakdown_s"]["ep"]) < 1e-12, (full, moe)
+PY
 # the sweep: a Megatron-Core mixture of experts with the recomputation free is offered the
 # module sets Megatron-MoE-ModelZoo's recipes run beside none, selective (the attention core)
 # and full, in the table, JSON and CSV; not when --recompute is named, nor with the job's own

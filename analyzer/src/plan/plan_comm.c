@@ -354,9 +354,9 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
       double sent = tokens / (whole_experts ? l->tp : 1);
       double one = job->ep_dedup ? deepep_s(job, l, sent, C * es, lat)
                                  : alltoall_s(job, l, sent * l->top_k * C * es, lat);
-      /* recomputing the mixture of experts (--recompute-modules moe) dispatches and combines
-       * its tokens again in backward */
-      int again = l->recompute == MM_RECOMPUTE_SELECTIVE && (mm_recompute_modules(l) & MM_RC_MOE);
+      /* recomputing the mixture of experts (full recomputation, or selective's
+       * --recompute-modules moe) dispatches and combines its tokens again in backward */
+      int again = mm_recomputes(l, MM_RC_MOE);
       double t = (4.0 + 2.0 * again) * one + (1.0 + again) * lat;
       int most = 0; /* the stage with the most MoE layers sets the pace */
       for (int s = 0; s < l->pp; s++) {

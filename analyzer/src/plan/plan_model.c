@@ -227,9 +227,7 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   double att_rate = dev->peak_flops * dev->attention_efficiency *
                     plan_attention_length_factor(l, dev->attention_length);
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
-  int full = l->recompute == MM_RECOMPUTE_FULL,
-      selective = l->recompute == MM_RECOMPUTE_SELECTIVE ? mm_recompute_modules(l) : 0,
-      again = full || (selective & MM_RC_CORE_ATTN);
+  int full = l->recompute == MM_RECOMPUTE_FULL, again = mm_recomputes(l, MM_RC_CORE_ATTN);
   double traffic = full ? 6.0 : 5.0, t = 0;
   /* the traffic is the stored bytes without recomputation (what is recomputed is written
    * again), in bf16: fp8 stores some of them quantized, but its casts read and write them too
@@ -249,8 +247,9 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
      * takes longer (experts with few tokens each), at that; the attention forward, its
      * backward (twice the forward), and the forward again when the attention core is
      * recomputed (full, or selective's core_attn); recomputing the MLP (dense blocks) or the
-     * mixture of experts (selective's mlp, moe) repeats its GEMMs' forward */
-    int mlp_again = moe ? (selective & MM_RC_MOE) != 0 : (selective & MM_RC_MLP) != 0;
+     * mixture of experts (selective's mlp, moe) repeats its GEMMs' forward (full
+     * recomputation's passes count it already) */
+    int mlp_again = !full && mm_recomputes(l, moe ? MM_RC_MOE : MM_RC_MLP);
     t += plan_layer_gemm_s(dev, l, tokens, full ? 2 : 1, moe, gemm_rate) +
          (mlp_again ? plan_layer_mlp_forward_s(dev, l, tokens, moe, gemm_rate) : 0) +
          att * (3.0 + again) / att_rate + elementwise;
