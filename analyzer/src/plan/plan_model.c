@@ -873,12 +873,19 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
             "the ranks of a node share %d cores%s: each gets min(1, cores / ranks) of a "
             "core's rate\n",
             job->dev.cores, job->dev.cores_assumed ? " (assumed: this machine's; --cores N)" : "");
-  fprintf(f, "\n%-4s %-52s %9s %4s %10s %11s %6s  %s\n", "#", "layout", "mem GiB", "fits", "step s",
-          "tokens/s", "MFU", "binding");
+  /* the layout column is as wide as the longest name shown (module sets make long ones) */
+  int width = (int)strlen("layout");
   for (long i = 0; i < n && i < top; i++) {
     char name[128];
     plan_layout_name(&r[i].layout, name, sizeof name);
-    fprintf(f, "%-4ld %-52s %9.2f %4s %10.4g %11.4g %5.1f%%  %s\n", i + 1, name,
+    if ((int)strlen(name) > width) width = (int)strlen(name);
+  }
+  fprintf(f, "\n%-4s %-*s %9s %4s %10s %11s %6s  %s\n", "#", width, "layout", "mem GiB", "fits",
+          "step s", "tokens/s", "MFU", "binding");
+  for (long i = 0; i < n && i < top; i++) {
+    char name[128];
+    plan_layout_name(&r[i].layout, name, sizeof name);
+    fprintf(f, "%-4ld %-*s %9.2f %4s %10.4g %11.4g %5.1f%%  %s\n", i + 1, width, name,
             gib(r[i].memory_total), r[i].fits ? "yes" : "NO", r[i].step_s, r[i].tokens_per_s,
             100 * r[i].mfu, r[i].binding);
   }
