@@ -22,13 +22,15 @@
  *              computing and the one prefetched), their bf16 parameters and gradients.
  * Activations (Korthikanti et al. 2022, sec. 4, bytes per layer and micro-batch with s tokens
  * of b sequences, hidden h, TP t): 10 sbh replicated over TP (LayerNorm inputs 4, QKV and MLP
- * inputs 2 + 2, two dropout masks 2; divided by t with sequence parallelism) and 24 sbh / t
+ * inputs 2 + 2, two dropout masks 2, none without dropout; divided by t with sequence
+ * parallelism) and 24 sbh / t
  * sharded (Q, K 4, V 2, projection input 2, the MLP's two 4h-wide tensors 16); with GQA K and V
  * shrink by kv/heads, a gated MLP keeps three F-wide tensors (a mixture of experts top_k times
  * each, and top_k copies of its permuted input); fused/flash attention keeps no
  * s x s matrix (the paper's 5as/h term is gone; selective recomputation then saves nothing), only
  * its fp32 log-sum-exp (4 a s b / t); --attention unfused (Megatron before FlashAttention) keeps
- * the 5 a s^2 b / t of softmax and dropout unless selective or full recomputation drops it. Full
+ * the 5 a s^2 b / t of softmax and dropout (2 a s^2 b / t, the softmax output, without dropout)
+ * unless selective or full recomputation drops it. Full
  * recomputation keeps each layer's input (2 sbh, / t with SP) and one layer's activations while it
  * is recomputed. A stage keeps the micro-batches its schedule has in flight: AFAB M, 1F1B min(p -
  * stage, M), Megatron's interleaved schedule 2 (p - stage - 1) + (v - 1) p + 1 model chunks
@@ -207,7 +209,7 @@ int mm_recomputes(const mm_layout *l, int module) {
  * bytes, before any recomputation. */
 typedef struct {
   double layernorm_outputs; /* the QKV and MLP GEMMs' inputs (the two LayerNorms' outputs) */
-  double other_replicated;  /* the LayerNorms' inputs, the dropout masks */
+  double other_replicated;  /* the LayerNorms' inputs, the dropout masks (if any) */
   double attention;         /* Q, K, V, the attention's output (heads x head_dim wide) */
   double mlp;               /* the MLP's (a mixture's routed copies): fc1's output, the
                                activation's output (fc2's input) */
@@ -237,14 +239,17 @@ static layer_activations activations_of(const mm_layout *l) {
   /* Q and the attention's output (heads x head_dim wide), K and V (kv_heads x head_dim) */
   a.attention = (4.0 * mm_attention_width(l) / h + 4.0 * mm_kv_width(l) / h) * sbh / t;
   a.lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
-  /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t */
-  a.scores = l->unfused_attention ? 5.0 * l->heads * s * s * b / t : 0.0;
+  /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t; the
+   * softmax output alone without dropout (it is the PV GEMM's input) */
+  a.scores = l->unfused_attention ? (l->no_dropout ? 2.0 : 5.0) * l->heads * s * s * b / t : 0.0;
   /* replicated: LayerNorm inputs 4, the QKV and MLP GEMMs' inputs 2 + 2 (in fp8 1 + 1: the
-   * LayerNorms' outputs quantized), dropout masks 2; the attention's output stays bf16 in fp8
+   * LayerNorms' outputs quantized), dropout masks 2 (1 byte an element: the attention
+   * projection's and the MLP's outputs; none at probability 0); the attention's output stays
+   * bf16 in fp8
    * (Megatron-Core sets save_original_input on linear_proj for fp8 recipes other than delayed
    * scaling: flash attention keeps it already) */
   a.layernorm_outputs = 2.0 * gemm_input * sbh / rep;
-  a.other_replicated = 6.0 * sbh / rep;
+  a.other_replicated = (l->no_dropout ? 4.0 : 6.0) * sbh / rep;
   /* a mixture of experts' first expert GEMM reads its permuted input for its weight gradient:
    * top_k copies of each token (hidden wide; 1 byte in fp8), on every rank of an expert cut
    * over TP (the TP group gathers the routed tokens), a tp-th of them with whole experts */

@@ -96,6 +96,11 @@ typedef struct mm_layout {
    * expert's MLP width where it is not the dense one's (0 = ffn) */
   int head_dim, moe_ffn;
   int unfused_attention; /* a framework's attention without a flash kernel (s x s stored) */
+  /* a framework's model trained without dropout (probability 0: Llama, Mixtral, Qwen3, GPT-OSS,
+   * MPT as their recipes run them): no dropout masks stored, since torch's dropout at p = 0
+   * returns its input (aten/src/ATen/native/Dropout.cpp); 0: Megatron's default, 0.1, masks
+   * stored (framework_memory.c) */
+  int no_dropout;
   /* FSDP's hybrid sharding (HYBRID_SHARD with --zero 3, _HYBRID_SHARD_ZERO2 with --zero 2):
    * the states are sharded over groups of this many ranks of the DP x CP group (a node's) and
    * replicated across the groups; 0: sharded over the whole DP x CP group */

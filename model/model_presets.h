@@ -36,6 +36,7 @@ typedef struct mp_plan_preset {
   /* sliding-window attention: the window and the full-attention period (Megatron-Core's
    * window_size and window_attn_skip_freq; 0: none) */
   int window, full_attention_every;
+  int no_dropout; /* trained without dropout (their released configs: probability 0) */
 } mp_plan_preset;
 
 /* The planner-only preset of that name, or NULL. */

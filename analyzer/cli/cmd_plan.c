@@ -157,6 +157,7 @@ typedef struct plan_args {
   int experts, top_k, moe_every, window, full_attention_every;
   int top, threads, cores, nics_per_node;
   double mem_gib, bucket_mb, undecided_pct, nic_gbps, nvlink_gbs;
+  double dropout; /* < 0: not given */
 } plan_args;
 
 static int opt_int(const cli_option *o, const char *v, void *cmd) {
@@ -219,6 +220,11 @@ static const cli_option plan_options[] = {
         "unfused its default GEMM path [unfused]"),
     {CLI_FLAG, "--untied", NULL, NULL, "the LM head is not the embedding (Llama)", A(untied), NULL,
      0, 0, NULL},
+    DBL("--dropout", "P", dropout, 0,
+        "a framework's dropout probability: above 0 its masks are\n"
+        "stored (Megatron's default 0.1; GPT-3, BLOOM), at 0 none\n"
+        "(Llama, Mixtral, Qwen3, GPT-OSS, MPT) [0.1; the real models'\n"
+        "presets: theirs]"),
     INT("--sliding-window", "W", window, 1, 1 << 24,
         "sliding-window attention: a query attends to the W most\n"
         "recent positions, itself included (GPT-OSS: 128; Mistral\n"
@@ -425,6 +431,7 @@ static int build_model(plan_args *p) {
     m->untied = real->untied;
     m->window = real->window;
     m->full_attention_every = real->full_attention_every;
+    m->no_dropout = real->no_dropout;
     if (real->experts > 0 && p->experts < 0) {
       p->experts = real->experts;
       p->top_k = real->top_k;
@@ -460,6 +467,12 @@ static int build_model(plan_args *p) {
   if (p->window) m->window = p->window;
   if (p->full_attention_every) m->full_attention_every = p->full_attention_every;
   if (p->untied > 0) m->untied = 1;
+  if (p->dropout > 1) {
+    cli_print(stderr, "stepscope plan: --dropout takes a probability from 0 to 1, not %g\n",
+              p->dropout);
+    return 2;
+  }
+  if (p->dropout >= 0) m->no_dropout = p->dropout == 0;
   if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
     cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
     return 2;
@@ -693,6 +706,11 @@ static int build_job(plan_args *p) {
   job->ranking_band = p->undecided_pct / 100.0;
   rc = apply_framework(p);
   if (rc) return rc;
+  if (p->dropout >= 0 && p->job.model.framework == MM_FW_STEPSCOPE) {
+    cli_print(stderr, "stepscope plan: --dropout is a real framework's (megatron, fsdp, "
+                      "deepspeed): the stepscope trainer has no dropout\n");
+    return 2;
+  }
   if (p->f.expert_tp > 0 && p->job.model.framework != MM_FW_MEGATRON) {
     cli_print(stderr, "stepscope plan: --expert-tp is Megatron-Core's "
                       "--expert-tensor-parallel-size: give --framework megatron\n");
@@ -918,6 +936,7 @@ int cmd_plan(int argc, char **argv) {
   p.job.gpus_per_node = 8;
   plan_filter_any(&p.f);
   p.experts = -1;
+  p.dropout = -1;
   p.top_k = 2;
   p.moe_every = 1;
   p.top = 20;

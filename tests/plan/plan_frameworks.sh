@@ -558,6 +558,43 @@ moe, full = (json.load(open(p))["layouts"][0] for p in sys.argv[1:3])
 assert full["layout"]["recompute"] == "full"
 assert abs(full["breakdown_s"]["ep"] - moe["breakdown_s"]["ep"]) < 1e-12, (full, moe)
 PY
+# --dropout 0 (a model trained without dropout): no masks stored, 2 sbh a layer fewer (the
+# attention projection's and the MLP's, 1 byte an element; 4 layers x 2048 x 1024 here, one
+# micro-batch in flight, TP 1) and without a flash kernel 3 a s^2 b fewer of the scores (the
+# softmax output stays, the mask and the dropout's output go); the JSON says which; Llama 3's
+# preset has none; the trainer refuses the option, a probability above 1 is refused
+dense="--layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 2048 --max-seq 2048 --gpus 8 \
+  --global-batch 8 --framework megatron --dp 8 --tp 1 --pp 1 --cp 1 --zero 1 --microbatches 1 \
+  --recompute none"
+for att in flash unfused; do
+  "$stepscope" plan $dense --attention $att --json "$dir/drop1_$att.json" > /dev/null 2>&1 &&
+    "$stepscope" plan $dense --attention $att --dropout 0 --json "$dir/drop0_$att.json" \
+      > /dev/null 2>&1 || no "--dropout 0 with $att attention"
+done
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 --json "$dir/drop_llama.json" \
+  > /dev/null 2>&1 || no "llama3-8b's plan"
+python3 - "$dir" <<'PY' || no "--dropout 0: no masks stored"
+import json, sys
+d = sys.argv[1]
+j = {k: json.load(open(f"{d}/{k}.json")) for k in
+     ("drop1_flash", "drop0_flash", "drop1_unfused", "drop0_unfused", "drop_llama")}
+act = lambda k: j[k]["layouts"][0]["memory_bytes"]["activations"]
+assert j["drop1_flash"]["job"]["dropout_masks"] is True
+assert j["drop0_flash"]["job"]["dropout_masks"] is False
+assert j["drop_llama"]["job"]["dropout_masks"] is False
+s, h, a, layers = 2048, 1024, 8, 4
+assert act("drop1_flash") - act("drop0_flash") == layers * 2 * s * h, (act("drop1_flash"), act("drop0_flash"))
+assert act("drop1_unfused") - act("drop0_unfused") == layers * (2 * s * h + 3 * a * s * s)
+# the element-wise traffic follows the stored bytes: a little less time without the masks
+t = lambda k: j[k]["layouts"][0]["breakdown_s"]["compute"]
+assert t("drop0_flash") < t("drop1_flash")
+PY
+"$stepscope" plan $dense --dropout 1.5 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "dropout takes a probability from 0 to 1" "$dir/err" ||
+  { cat "$dir/err"; no "--dropout 1.5 refused"; }
+"$stepscope" plan --model tiny --device cpu --gpus 2 --global-batch 8 --dropout 0 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "the stepscope trainer has no dropout" "$dir/err" ||
+  { cat "$dir/err"; no "--dropout with the trainer refused"; }
 # the sweep: a Megatron-Core mixture of experts with the recomputation free is offered the
 # module sets Megatron-MoE-ModelZoo's recipes run beside none, selective (the attention core)
 # and full, in the table, JSON and CSV; not when --recompute is named, nor with the job's own

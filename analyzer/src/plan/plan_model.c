@@ -293,6 +293,7 @@ static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   l.full_attention_every = job->model.full_attention_every;
   if (job->model.recompute_modules) l.recompute_modules = job->model.recompute_modules;
   l.unfused_attention = job->model.unfused_attention;
+  l.no_dropout = job->model.no_dropout;
   int trainer = l.framework == MM_FW_STEPSCOPE;
   l.grad_bytes = trainer ? 0 : plan_grad_reduce_bytes(job);
   l.fp8 = !trainer && job->fp8;
@@ -965,6 +966,8 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
   if (m->window > 0)
     ssa_out_printf(o, ",\"sliding_window\":%d,\"full_attention_every\":%d", m->window,
                    m->full_attention_every);
+  if (m->framework != MM_FW_STEPSCOPE) /* a framework's model: its dropout masks stored or not */
+    ssa_out_printf(o, ",\"dropout_masks\":%s", m->no_dropout ? "false" : "true");
   if (m->recompute_modules) { /* what its selective layouts recompute (--recompute-modules) */
     char names[80];
     mm_recompute_modules_text(m->recompute_modules, "\",\"", names, sizeof names);

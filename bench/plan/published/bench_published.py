@@ -56,6 +56,12 @@ convention, and its error, a ratio of tokens/s, is the same in any.
 (Megatron-Core's flex dispatcher, NeMo AutoModel) or HybridEP (Megatron-Bridge's flex backend,
 taken to send what DeepEP sends): `--ep-dispatcher deepep`; empty, NCCL's all-to-all.
 
+`dropout` 0 marks a model trained without dropout (`--dropout 0`: no masks stored): MPT
+(llm-foundry's MPTConfig defaults, resid/emb/attn pdrop 0), Llama 3, Mixtral, Qwen3 and GPT-OSS
+(Megatron-Bridge's bridges and Megatron-MoE-ModelZoo's configs set hidden and attention dropout
+0; Hugging Face's configs, AutoModel's); empty, Megatron's default 0.1 (its GPT table, Narayanan
+et al. 2021, BLOOM: "The default Megatron-LM dropout settings are inherited").
+
 `recompute_modules` names what a Megatron-Core run's selective recomputation recomputed where
 its source says (`--recompute-granularity selective --recompute-modules ...`, space-separated:
 `--recompute-modules` with commas; its `recompute` is then selective).
@@ -192,6 +198,8 @@ def plan_args(r, helptext):
         args += ["--ep-dispatcher", "deepep"]
     if r.get("recompute_modules") and "--recompute-modules" in helptext:
         args += ["--recompute-modules", ",".join(r["recompute_modules"].split())]
+    if r.get("dropout") and "--dropout" in helptext:
+        args += ["--dropout", r["dropout"]]
     if r.get("window") and "--sliding-window" in helptext:
         args += ["--sliding-window", r["window"]]
         if r.get("full_attention_every"):
