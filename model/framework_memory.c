@@ -20,23 +20,22 @@
  *              16/n plus the bf16 parameters kept unsharded from forward to backward (2);
  *              ZeRO-3 = FULL_SHARD: 16/n plus, at the peak, two blocks unsharded (the one
  *              computing and the one prefetched), their bf16 parameters and gradients.
- * Activations (Korthikanti et al. 2022, sec. 4, bytes per layer and micro-batch with s tokens
- * of b sequences, hidden h, TP t): 10 sbh replicated over TP (LayerNorm inputs 4, QKV and MLP
- * inputs 2 + 2, two dropout masks 2, none without dropout; divided by t with sequence
- * parallelism) and 24 sbh / t
- * sharded (Q, K 4, V 2, projection input 2, the MLP's two 4h-wide tensors 16); with GQA K and V
- * shrink by kv/heads, a gated MLP keeps three F-wide tensors (a mixture of experts top_k times
- * each, and top_k copies of its permuted input); fused/flash attention keeps no
- * s x s matrix (the paper's 5as/h term is gone; selective recomputation then saves nothing), only
- * its fp32 log-sum-exp (4 a s b / t); --attention unfused (Megatron before FlashAttention) keeps
- * the 5 a s^2 b / t of softmax and dropout (2 a s^2 b / t, the softmax output, without dropout)
- * unless selective or full recomputation drops it. Full
- * recomputation keeps each layer's input (2 sbh, / t with SP) and one layer's activations while it
- * is recomputed. A stage keeps the micro-batches its schedule has in flight: AFAB M, 1F1B min(p -
- * stage, M), Megatron's interleaved schedule 2 (p - stage - 1) + (v - 1) p + 1 model chunks
- * (Narayanan et al. 2021, sec. 2.2; Korthikanti et al.'s L (1 + (p-1)/(pv)) layers on the first
- * stage). The last stage also holds one micro- batch's logits, vocabulary-parallel: bf16 and the
- * fp32 copy of the cross entropy, 6 sbV / t.
+ * Activations (Korthikanti et al. 2022, sec. 4, bytes per layer and micro-batch with s tokens of b
+ * sequences, hidden h, TP t): 10 sbh replicated over TP (LayerNorm inputs 4, QKV and MLP inputs
+ * 2 + 2, two dropout masks 2, none without dropout; divided by t with sequence parallelism) and
+ * 24 sbh / t sharded (Q, K 4, V 2, projection input 2, the MLP's two 4h-wide tensors 16); with GQA
+ * K and V shrink by kv/heads, a gated MLP keeps three F-wide tensors (a mixture of experts top_k
+ * times each, and top_k copies of its permuted input); fused/flash attention keeps no s x s matrix
+ * (the paper's 5as/h term is gone; selective recomputation then saves nothing), only its fp32
+ * log-sum-exp (4 a s b / t); --attention unfused (Megatron before FlashAttention) keeps the
+ * 5 a s^2 b / t of softmax and dropout (2 a s^2 b / t, the softmax output, without dropout) unless
+ * selective or full recomputation drops it. Full recomputation keeps each layer's input
+ * (2 sbh, / t with SP) and one layer's activations while it is recomputed. A stage keeps the
+ * micro-batches its schedule has in flight: AFAB M, 1F1B min(p - stage, M), Megatron's interleaved
+ * schedule 2 (p - stage - 1) + (v - 1) p + 1 model chunks (Narayanan et al. 2021, sec. 2.2;
+ * Korthikanti et al.'s L (1 + (p-1)/(pv)) layers on the first stage). The last stage also holds
+ * one micro-batch's logits, vocabulary-parallel: bf16 and the fp32 copy of the cross entropy,
+ * 6 sbV / t.
  * fp8 GEMMs (TransformerEngine's Linear and LayerNormLinear save the input they quantized for
  * the forward GEMM: the backward's weight gradient reads it): the QKV and MLP inputs (the
  * LayerNorms' outputs) and the second MLP GEMM's input take 1 byte an element; the attention's
@@ -245,9 +244,8 @@ static layer_activations activations_of(const mm_layout *l) {
   /* replicated: LayerNorm inputs 4, the QKV and MLP GEMMs' inputs 2 + 2 (in fp8 1 + 1: the
    * LayerNorms' outputs quantized), dropout masks 2 (1 byte an element: the attention
    * projection's and the MLP's outputs; none at probability 0); the attention's output stays
-   * bf16 in fp8
-   * (Megatron-Core sets save_original_input on linear_proj for fp8 recipes other than delayed
-   * scaling: flash attention keeps it already) */
+   * bf16 in fp8 (Megatron-Core sets save_original_input on linear_proj for fp8 recipes other
+   * than delayed scaling: flash attention keeps it already) */
   a.layernorm_outputs = 2.0 * gemm_input * sbh / rep;
   a.other_replicated = (l->no_dropout ? 4.0 : 6.0) * sbh / rep;
   /* a mixture of experts' first expert GEMM reads its permuted input for its weight gradient:
