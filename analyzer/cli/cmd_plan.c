@@ -381,6 +381,37 @@ static const cli_table plan_table = {
     .column = 24,
     .flags = CLI_ARGS_NONE | CLI_MISSING_TO_CALL | CLI_UNKNOWN_QUOTED | CLI_UNKNOWN_SEE_HELP};
 
+/* The model's architecture as the options name it (--dropout, --mlp, --positions, --attention)
+ * over the preset's. 0, or 2 after the message. */
+static int apply_architecture(const plan_args *p, mm_layout *m) {
+  if (p->dropout > 1) {
+    cli_print(stderr, "stepscope plan: --dropout takes a probability from 0 to 1, not %g\n",
+              p->dropout);
+    return 2;
+  }
+  if (p->dropout >= 0) m->no_dropout = p->dropout == 0;
+  if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
+    cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
+    return 2;
+  }
+  if (p->mlp) m->gated_mlp = !strcmp(p->mlp, "swiglu");
+  if (p->positions && strcmp(p->positions, "learned") && strcmp(p->positions, "rope")) {
+    cli_print(stderr, "stepscope plan: --positions takes learned or rope, not '%s'\n",
+              p->positions);
+    return 2;
+  }
+  if (p->positions) m->rope = !strcmp(p->positions, "rope");
+  if (p->attention && strcmp(p->attention, "flash") && strcmp(p->attention, "unfused")) {
+    cli_print(stderr, "stepscope plan: --attention takes flash or unfused, not '%s'\n",
+              p->attention);
+    return 2;
+  }
+  m->unfused_attention = p->attention && !strcmp(p->attention, "unfused");
+  /* the trainer's CUDA backend runs its fused kernels only when asked (device_cuda.c) */
+  m->fused_attention = p->attention && !strcmp(p->attention, "flash");
+  return 0;
+}
+
 /* The model of the job: --from's, then the preset's, then the explicit
  * overrides; checked. 0, or the exit status after the message. */
 static int build_model(plan_args *p) {
@@ -467,31 +498,7 @@ static int build_model(plan_args *p) {
   if (p->window) m->window = p->window;
   if (p->full_attention_every) m->full_attention_every = p->full_attention_every;
   if (p->untied > 0) m->untied = 1;
-  if (p->dropout > 1) {
-    cli_print(stderr, "stepscope plan: --dropout takes a probability from 0 to 1, not %g\n",
-              p->dropout);
-    return 2;
-  }
-  if (p->dropout >= 0) m->no_dropout = p->dropout == 0;
-  if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
-    cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
-    return 2;
-  }
-  if (p->mlp) m->gated_mlp = !strcmp(p->mlp, "swiglu");
-  if (p->positions && strcmp(p->positions, "learned") && strcmp(p->positions, "rope")) {
-    cli_print(stderr, "stepscope plan: --positions takes learned or rope, not '%s'\n",
-              p->positions);
-    return 2;
-  }
-  if (p->positions) m->rope = !strcmp(p->positions, "rope");
-  if (p->attention && strcmp(p->attention, "flash") && strcmp(p->attention, "unfused")) {
-    cli_print(stderr, "stepscope plan: --attention takes flash or unfused, not '%s'\n",
-              p->attention);
-    return 2;
-  }
-  m->unfused_attention = p->attention && !strcmp(p->attention, "unfused");
-  /* the trainer's CUDA backend runs its fused kernels only when asked (device_cuda.c) */
-  m->fused_attention = p->attention && !strcmp(p->attention, "flash");
+  if (apply_architecture(p, m)) return 2;
   if (m->kv_heads && m->heads && m->heads % m->kv_heads) {
     cli_print(stderr, "stepscope plan: --kv-heads %d must divide --heads %d\n", m->kv_heads,
               m->heads);
