@@ -567,10 +567,14 @@ dense="--layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 2048 --max-seq 204
   --global-batch 8 --framework megatron --dp 8 --tp 1 --pp 1 --cp 1 --zero 1 --microbatches 1 \
   --recompute none"
 for att in flash unfused; do
-  "$stepscope" plan $dense --attention $att --json "$dir/drop1_$att.json" > /dev/null 2>&1 &&
+  "$stepscope" plan $dense --attention $att --json "$dir/drop1_$att.json" > "$dir/drop1.txt" 2>&1 &&
     "$stepscope" plan $dense --attention $att --dropout 0 --json "$dir/drop0_$att.json" \
-      > /dev/null 2>&1 || no "--dropout 0 with $att attention"
+      > "$dir/drop0.txt" 2>&1 || no "--dropout 0 with $att attention"
 done
+# the header says the masks are assumed, and not without them
+grep -q "model: dropout masks stored (2 sbh a layer: Megatron's default dropout 0.1); --dropout 0" \
+  "$dir/drop1.txt" && ! grep -q "dropout masks" "$dir/drop0.txt" ||
+  { cat "$dir/drop1.txt"; no "the dropout line in the header"; }
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 --json "$dir/drop_llama.json" \
   > /dev/null 2>&1 || no "llama3-8b's plan"
 python3 - "$dir" <<'PY' || no "--dropout 0: no masks stored"

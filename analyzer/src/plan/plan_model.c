@@ -821,6 +821,10 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "sequences\n",
             m->window, sliding, m->layers, plan_sliding_window_share(m));
   }
+  if (job->model.framework != MM_FW_STEPSCOPE && !job->model.no_dropout)
+    fprintf(f, "  model: dropout masks stored (2 sbh a layer: Megatron's default dropout 0.1); "
+               "--dropout 0 for a model trained without, as Llama, Mixtral, Qwen3 and MPT "
+               "are\n");
   if (job->model.recompute_modules) {
     char names[80];
     mm_recompute_modules_text(job->model.recompute_modules, ", ", names, sizeof names);
