@@ -124,7 +124,8 @@ def main():
                         "--json", qwen], check=True, stdout=subprocess.DEVNULL)
         want = "48 layers × 2048 (32 heads of 128), seq 4096, 128 experts, top 8 of 768 wide"
         load_plan(d, os.path.abspath(qwen), want)
-        check(want in d.find_element("id", "plan-headline").text, "the model card: Qwen3's heads and experts")
+        check(want + ", no dropout" in d.find_element("id", "plan-headline").text,
+              "the model card: Qwen3's heads and experts, trained without dropout")
         caveats = d.find_element("id", "plan-caveats").text
         check("Routing is taken as balanced" in caveats and "take the EP ranking as a hypothesis" in caveats
               and "Fine-grained experts (64 or more)" in caveats, "a MoE plan's caveats shown")

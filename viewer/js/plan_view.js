@@ -44,7 +44,8 @@ var SS = window.SS || (window.SS = {});
 
   /* The ranking card's text: how far the planner's order goes (absent in older plans). */
   /* The model as the plan has it: its heads' width where heads x it is not the hidden size
-   * (--head-dim), its experts (--experts, --top-k, --moe-ffn; absent in older plans). */
+   * (--head-dim), its experts (--experts, --top-k, --moe-ffn; absent in older plans), its
+   * sliding window, and no dropout where it was trained without (--dropout 0: no masks). */
   function modelText(job) {
     var heads = job.heads + ' heads';
     if (job.head_dim && job.head_dim * job.heads !== job.hidden) heads += ' of ' + job.head_dim;
@@ -54,6 +55,7 @@ var SS = window.SS || (window.SS = {});
     if (job.sliding_window)
       text += ', sliding window ' + job.sliding_window +
         (job.full_attention_every ? ' (every ' + ordinal(job.full_attention_every) + ' layer whole)' : '');
+    if (job.dropout_masks === false) text += ', no dropout';
     return text;
   }
 
