@@ -19,12 +19,10 @@ flash attention, forward and backward (torch's scaled_dot_product_attention on b
 128] with is_causal), for the planner's measured attention rate (plan_attention_from_ops); the
 JSON gets their forward and backward times (`attention`).
 
-Also, each guarded so that a failure keeps the rest: the fp8 ceiling (`fp8`: torch._scaled_mm
+Also, guarded so that a failure keeps the rest: the fp8 ceiling (`fp8`: torch._scaled_mm
 of two N x N float8_e4m3fn matrices with per-tensor scales into bf16, cuBLASLt's fp8 GEMM, the
-rate `stepscope plan --precision fp8` takes at the bf16 ceiling's share of the fp8 peak), and
-flash attention's rate by length at a fixed token count (`attention_by_length`: batch x
-sequence 16K, 32 heads of 128, causal and not, forward and backward), which the planner's
-context-parallel chunks assume from pytorch/benchmark's table (docs/plan.md "Compute by shape").
+rate `stepscope plan --precision fp8` takes at the bf16 ceiling's share of the fp8 peak).
+Attention's rate by length and kernel is attention_rates.py's.
 """
 import argparse
 import json
@@ -88,33 +86,6 @@ def fp8_ceiling(n, repeat):
     print("gemm_ceiling: fp8 (e4m3, _scaled_mm) %dx%dx%d: %.0f TFLOP/s (rounds %s)"
           % (n, n, n, max(rates), ", ".join("%.0f" % r for r in rates)))
     return {"n": n, "tflops_rounds": rates, "tflops": max(rates)}
-
-
-def attention_by_length():
-    """Flash attention at lengths 512 .. 16K with batch x length fixed at 16K (32 heads of 128):
-    forward and forward+backward, causal and not, FLOPs counted whole (4 B H S^2 D a forward)."""
-    out = []
-    for s in (512, 1024, 2048, 4096, 8192, 16384):
-        b = 16384 // s
-        q, k, v = attention_inputs(b, 32, s, 128)
-        for causal in (False, True):
-            sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            def both():
-                o = sdpa()
-                o.backward(torch.ones_like(o))
-            for _ in range(2):
-                both()
-            with torch.no_grad():
-                fwd = timed(sdpa, 10)
-            fb = timed(both, 10)
-            whole = 4.0 * b * 32 * s * s * 128
-            out.append({"s": s, "b": b, "causal": causal, "forward_s": fwd, "forward_backward_s": fb,
-                        "forward_tflops_whole": whole / fwd / 1e12,
-                        "backward_tflops_whole": 2 * whole / max(fb - fwd, 1e-9) / 1e12})
-            print("gemm_ceiling: attention s %d x b %d%s: forward %.0f, backward %.0f TFLOP/s"
-                  % (s, b, " causal" if causal else "", out[-1]["forward_tflops_whole"],
-                     out[-1]["backward_tflops_whole"]))
-    return out
 
 
 def timed(fn, repeat):
@@ -192,11 +163,6 @@ def main():
         res["fp8_error"] = repr(e)
         print("gemm_ceiling: fp8 failed: %r" % (e,))
     if a.shapes_trace:
-        try:
-            res["attention_by_length"] = attention_by_length()
-        except Exception as e:  # noqa: BLE001
-            res["attention_by_length_error"] = repr(e)
-            print("gemm_ceiling: attention by length failed: %r" % (e,))
         try:  # a failure here must not lose the GEMM measurements of this one-shot window
             res["attention"] = attention_sweep()
         except Exception as e:  # noqa: BLE001 (the evidence records whatever failed)

@@ -280,6 +280,9 @@ mfu() {
   part gemm_ops "$stepscope" ops "$s/gemm_shapes.pt.trace.json" --json "$s/gemm_ops.json"
   part gemm_plan "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 5 \
     --ceilings-from "$s/gemm_shapes.pt.trace.json" --json "$s/gemm_plan.json"
+  # fused attention's rate by length and kernel up to 16K (the longer ones: the deferred call)
+  part attention env LD_LIBRARY_PATH="$TORCH_LD" python3 "$repo/scripts/gpu/attention_rates.py" \
+    --max-len 16384 --budget-s 15 --json "$s/attention_rates.json"
   for m in gpt2-124m gpt2-350m; do
     rm -f "$s/$m.stepscope.jsonl"
     part "$m" env STEPSCOPE_PRECISION=bf16 "$trainer" --backend cuda --model "$m" --seq 1024 \
@@ -304,6 +307,14 @@ overhead() {
 }
 
 # --- the deferred call ---------------------------------------------------------------------------
+attention_long() { # issue 31's long-context rows: fused attention at 32K-128K, FA2 and cuDNN
+  local s
+  s=$(sample_dir mfu)
+  part attention env LD_LIBRARY_PATH="$TORCH_LD" python3 "$repo/scripts/gpu/attention_rates.py" \
+    --min-len 32768 --budget-s 30 --json "$s/attention_rates_long.json"
+  note "$(grep -h 'points measured' "$OUT/$STEP_NAME.log" 2>/dev/null | tail -1 | sed 's/^attention_rates: //')"
+  part_verdict
+}
 four_ranks() {
   local s
   s=$(sample_dir dp4-nccl)
@@ -373,6 +384,7 @@ run_steps() {
 }
 deferred_steps() {
   setup_and_binaries
+  STEP_TIMEOUT=45 step d0_attention_long attention_long
   STEP_TIMEOUT=60 step d1_four_ranks four_ranks
   STEP_TIMEOUT=60 step d2_moe_ep moe_ep
   STEP_TIMEOUT=60 step d3_torchrun_ddp torchrun_ddp
