@@ -106,6 +106,8 @@ def main():
     a = ap.parse_args()
     if a.min_len < 512 or a.max_len < a.min_len:
         ap.error("lengths: 512 <= --min-len <= --max-len")
+    if a.budget_s < 0:
+        ap.error("--budget-s: at least 0")
     try:
         import torch
     except ImportError:

@@ -283,6 +283,9 @@ mfu() {
   # fused attention's rate by length and kernel up to 16K (the longer ones: the deferred call)
   part attention env LD_LIBRARY_PATH="$TORCH_LD" python3 "$repo/scripts/gpu/attention_rates.py" \
     --max-len 16384 --budget-s 15 --json "$s/attention_rates.json"
+  # a fine-grained mixture's expert GEMMs at the published runs' shapes, grouped and one by one
+  part experts env LD_LIBRARY_PATH="$TORCH_LD" python3 "$repo/scripts/gpu/expert_gemms.py" \
+    --budget-s 10 --json "$s/expert_gemms.json"
   for m in gpt2-124m gpt2-350m; do
     rm -f "$s/$m.stepscope.jsonl"
     part "$m" env STEPSCOPE_PRECISION=bf16 "$trainer" --backend cuda --model "$m" --seq 1024 \

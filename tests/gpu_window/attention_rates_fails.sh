@@ -12,6 +12,8 @@ trap 'rm -rf "$tmp"' EXIT
 expect 2 python3 "$rates" --min-len 256
 expect_output "512 <= --min-len <= --max-len"
 expect 2 python3 "$rates" --min-len 65536 --max-len 32768
+expect 2 python3 "$rates" --budget-s -5
+expect_output "--budget-s: at least 0"
 expect 77 env CUDA_VISIBLE_DEVICES= python3 "$rates" --max-len 1024 --json "$tmp/out.json"
 expect_output "^attention_rates: SKIP: no (torch|CUDA device)"
 [ ! -e "$tmp/out.json" ] || { echo "FAILED: a JSON written without a measurement"; fail=1; }
