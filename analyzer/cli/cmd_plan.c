@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_env.h"
@@ -365,7 +366,9 @@ static const cli_option plan_options[] = {
         "[10: the error measured, docs/plan.md]"),
     STR("--json", "FILE", json_path, "every layout as JSON (docs/plan.md); '-' = stdout"),
     STR("--csv", "FILE", csv_path, "every layout as CSV; '-' = stdout"),
-    INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
+    INT("--threads", "N", threads, 0, 4096,
+        "threads for loading --from RUN and predicting the layouts\n"
+        "(the ranking is the same with any number) [all cores]"),
 };
 
 static const cli_table plan_table = {
@@ -894,10 +897,34 @@ static int plan_single(plan_args *p, plan_result **results) {
   return 0;
 }
 
+/* The sweep's progress on a terminal's stderr, once it has run for half a second (a large
+ * job's sweep takes seconds); cleared when it ends. */
+typedef struct sweep_progress {
+  struct timespec start;
+  int shown;
+} sweep_progress;
+
+static void show_sweep_progress(void *ctx, long predicted, long total) {
+  sweep_progress *sp = ctx;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double s =
+      (double)(now.tv_sec - sp->start.tv_sec) + 1e-9 * (double)(now.tv_nsec - sp->start.tv_nsec);
+  if (predicted < total && s >= 0.5) {
+    fprintf(stderr, "\rstepscope plan: %ld of %ld layouts predicted", predicted, total);
+    sp->shown = 1;
+  }
+}
+
 /* Every layout the filter lets through into *results; their number, or -1 (said why). */
 static long plan_all(plan_args *p, plan_result **results) {
   char err[256];
-  long n = plan_enumerate(&p->job, &p->f, results, err, sizeof err);
+  sweep_progress sp = {.shown = 0};
+  clock_gettime(CLOCK_MONOTONIC, &sp.start);
+  plan_sweep_options opt = {
+      .threads = p->threads, .progress = isatty(2) ? show_sweep_progress : NULL, .ctx = &sp};
+  long n = plan_sweep(&p->job, &p->f, &opt, results, err, sizeof err);
+  if (sp.shown) fprintf(stderr, "\r%60s\r", "");
   if (n < 0) {
     cli_print(stderr, "stepscope plan: %s\n", err);
     return -1;

@@ -368,6 +368,54 @@ static void enumeration(void) {
   free(r);
 }
 
+/* The sweep on threads (plan_sweep.c): the same ranked list as on one thread, over more than one
+ * batch of layouts, and its progress ends at the sweep's total. */
+typedef struct progress_seen {
+  long calls, last_predicted, last_total;
+} progress_seen;
+
+static void note_progress(void *ctx, long predicted, long total) {
+  progress_seen *p = ctx;
+  CHECK(predicted > p->last_predicted && predicted <= total);
+  p->calls++;
+  p->last_predicted = predicted;
+  p->last_total = total;
+}
+
+static void sweep_threads(void) {
+  plan_job j = job_of(64, 512, "h100-sxm");
+  j.model.framework = MM_FW_MEGATRON;
+  j.model.layers = 8;
+  plan_filter f;
+  plan_filter_any(&f);
+  plan_result *one = NULL, *many = NULL;
+  char why[200];
+  progress_seen seen = {0, 0, 0};
+  plan_sweep_options o1 = {.threads = 1},
+                     o4 = {.threads = 4, .progress = note_progress, .ctx = &seen};
+  long n1 = plan_sweep(&j, &f, &o1, &one, why, sizeof why);
+  long n4 = plan_sweep(&j, &f, &o4, &many, why, sizeof why);
+  fprintf(stderr, "sweep_threads: %ld layouts, %ld predicted in %ld batches\n", n1, seen.last_total,
+          seen.calls);
+  CHECK(n1 > 1000 && n1 == n4);
+  /* more than one batch of 16,384 layouts predicted (the refused ones are not ranked) */
+  CHECK(seen.calls >= 2 && seen.last_total > 16384);
+  CHECK(seen.last_predicted == seen.last_total && seen.last_total >= n1);
+  for (long i = 0; i < n1 && i < n4; i++) {
+    char a[160], b[160];
+    plan_layout_name(&one[i].layout, a, sizeof a);
+    plan_layout_name(&many[i].layout, b, sizeof b);
+    if (strcmp(a, b) || one[i].step_s != many[i].step_s ||
+        one[i].memory_total != many[i].memory_total || one[i].fits != many[i].fits) {
+      CHECK(!"the same ranking on 1 and 4 threads");
+      fprintf(stderr, "  #%ld: %s against %s\n", i, a, b);
+      break;
+    }
+  }
+  free(one);
+  free(many);
+}
+
 /* Mixture of experts: the memory of the experts, active FLOPs, EP time, the enumeration. */
 static void experts(void) {
   /* memory: 4 experts of 2 (E/ep) per MoE layer, every layer, dp 4, ep 2: the expert buffer
@@ -591,6 +639,7 @@ int main(void) {
   cuda_model_states();
   cost_model();
   enumeration();
+  sweep_threads();
   experts();
   shared_cores();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);

@@ -206,11 +206,23 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
                  size_t errlen);
 
 /* Every layout of the job allowed by the filter, ranked best first (fitting layouts by
- * tokens/s, then those that do not fit by memory). *out is malloc'd. Returns the count, or
+ * tokens/s, then those that do not fit by memory), predicted on the calling thread. *out is
+ * malloc'd. Returns the count, or
  * -1 with a message. `why_none` gets, when 0 layouts are valid, the reason of the last
  * refusal seen. */
 long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out, char *why_none,
                     size_t why_size);
+
+/* plan_enumerate on threads, with progress (plan_sweep.c): the same ranked list whatever the
+ * threads. threads: 0 all cores, 1 the calling thread only; progress (may be NULL): called on
+ * the calling thread after each batch with the layouts predicted so far and the sweep's total. */
+typedef struct plan_sweep_options {
+  int threads;
+  void (*progress)(void *ctx, long predicted, long total);
+  void *ctx;
+} plan_sweep_options;
+long plan_sweep(const plan_job *job, const plan_filter *f, const plan_sweep_options *opt,
+                plan_result **out, char *why_none, size_t why_size);
 
 /* Text table (best first, at most `top` rows), JSON (schema in docs/plan.md) and CSV; the
  * files are written through the analyzer's output stream (ssa_io.h). 0, or -1 after a
