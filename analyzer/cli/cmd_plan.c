@@ -911,7 +911,7 @@ static void show_sweep_progress(void *ctx, long predicted, long total) {
   double s =
       (double)(now.tv_sec - sp->start.tv_sec) + 1e-9 * (double)(now.tv_nsec - sp->start.tv_nsec);
   if (predicted < total && s >= 0.5) {
-    fprintf(stderr, "\rstepscope plan: %ld of %ld layouts predicted", predicted, total);
+    fprintf(stderr, "\rstepscope plan: %ld of %ld candidate layouts checked", predicted, total);
     sp->shown = 1;
   }
 }
