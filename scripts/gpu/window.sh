@@ -5,8 +5,9 @@
 #   scripts/gpu/window.sh run        THE call: steps 0-8 below, bounded by ONE_LIMIT seconds
 #                                    (default 390: one device-tool command of <= 6.5 min)
 #   scripts/gpu/window.sh deferred   a second call while the machine is warm (DEFERRED_LIMIT,
-#                                    default 220 s): 4 ranks under record, expert parallelism
-#                                    on NCCL, torchrun with 2 ranks, compute-sanitizer memcheck,
+#                                    default 250 s): attention rates by length, 4 ranks under
+#                                    record, expert parallelism on NCCL, torchrun with 2 ranks,
+#                                    compute-sanitizer memcheck,
 #                                    then in what is left ZeRO-1/2 against ZeRO-0 (dp2)
 #   scripts/gpu/window.sh --dry-run [BUILD]
 #                                    anywhere without a GPU (CI): the call rehearsed with every
@@ -52,7 +53,7 @@ self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}
 here=$(dirname "$self")
 export WINDOW_EV=${WINDOW_EV:-/tmp/stepscope-window}
 
-usage() { sed -n 2,49p "$self" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n 2,50p "$self" | sed 's/^# \{0,1\}//'; }
 
 # --- where things are: the repository this script is in, else (window.sh copied into a kit
 # carried beside another checkout) the kit's sources, unpacked with Python's tarfile
@@ -79,7 +80,7 @@ case "${1:-}" in
   -h|--help|"") usage; exit 0 ;;
   --dry-run) shift; exec bash "$gpu/window_dry_run.sh" "$@" ;;
   run) CALL=run; LIMIT=${ONE_LIMIT:-390} ;;
-  deferred) CALL=deferred; LIMIT=${DEFERRED_LIMIT:-220} ;;
+  deferred) CALL=deferred; LIMIT=${DEFERRED_LIMIT:-250} ;;
   __inner) CALL=$2 ;;
   *) usage >&2; echo "window.sh: unknown call '$1'" >&2; exit 2 ;;
 esac

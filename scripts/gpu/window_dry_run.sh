@@ -142,7 +142,7 @@ expect_line bound "^SKIP 8_overhead .*no time left|^FAIL window \(rc 124\): stop
 [ "$(cat "$tmp/bound/seconds")" -le 25 ] || fail "bound: took $(cat "$tmp/bound/seconds") s, bound 12 s"
 
 expect_common deferred 0
-for st in d0_attention_long d1_four_ranks d2_moe_ep d3_torchrun_ddp d4_memcheck d5_zero; do
+for st in d0_attention d1_four_ranks d2_moe_ep d3_torchrun_ddp d4_memcheck d5_zero; do
   expect_line deferred "^PASS $st " "deferred step $st checked"
 done
 
