@@ -16,8 +16,11 @@ What: for each shape (experts on a rank, tokens an expert, hidden, expert width)
 forward of fc1 and fc2 and their backward (input and weight gradients, by autograd), timed with
 CUDA events after a warm-up, in two ways:
   - grouped: torch._grouped_mm (one kernel for all the rank's experts; where torch has it);
-  - loop: one torch.mm per expert, as TransformerEngine's GroupedLinear issues one cuBLAS GEMM
-    per expert (on several streams; here one).
+  - loop: one torch.mm per expert on one stream;
+  - streams4: the same round-robin on 4 CUDA streams, as TransformerEngine's grouped GEMM runs
+    on Hopper unless NVTE_USE_CUTLASS_GROUPED_GEMM is set (Megatron-Core's TEGroupedMLP;
+    transformer_engine/common/gemm/cublaslt_gemm.cu, multi_stream_cublas_gemm: one cuBLAS
+    GEMM an expert on stream i % 4, util/multi_stream.cpp: 4 compute streams).
 FLOPs: 2 m k n a GEMM, three GEMM passes a matrix for forward and backward; the time includes
 the gated activation between the two (as the layer runs it), so the rate is a little under the
 GEMMs' own. Each shape and way
@@ -65,6 +68,21 @@ def mlp_loop(torch, x, w1, w2, m, width):
     return torch.cat(outs)
 
 
+def mlp_streams(torch, x, w1, w2, m, width, streams):
+    """mlp_loop with expert e on streams[e % len(streams)], joined back to the current stream."""
+    cur = torch.cuda.current_stream()
+    outs = []
+    for s in streams:
+        s.wait_stream(cur)
+    for e in range(w1.shape[0]):
+        with torch.cuda.stream(streams[e % len(streams)]):
+            h = x[e * m:(e + 1) * m] @ w1[e].t()
+            outs.append((torch.nn.functional.silu(h[:, :width]) * h[:, width:]) @ w2[e].t())
+    for s in streams:
+        cur.wait_stream(s)
+    return torch.cat(outs)
+
+
 def measure(torch, way, experts, m, hidden, width):
     x = torch.randn(experts * m, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     w1 = (torch.randn(experts, 2 * width, hidden, device="cuda", dtype=torch.bfloat16) * 0.02).requires_grad_()
@@ -72,6 +90,9 @@ def measure(torch, way, experts, m, hidden, width):
     if way == "grouped":
         offs = torch.arange(m, experts * m + 1, m, device="cuda", dtype=torch.int32)
         fwd = lambda: mlp_grouped(torch, x, w1, w2, offs, width)
+    elif way == "streams4":
+        streams = [torch.cuda.Stream() for _ in range(4)]
+        fwd = lambda: mlp_streams(torch, x, w1, w2, m, width, streams)
     else:
         fwd = lambda: mlp_loop(torch, x, w1, w2, m, width)
 
@@ -104,7 +125,7 @@ def main():
            "points": []}
     start = time.monotonic()
     for name, experts, m, hidden, width in SHAPES:
-        for way in ("grouped", "loop"):
+        for way in ("grouped", "loop", "streams4"):
             p = {"shape": name, "way": way, "experts": experts, "tokens_an_expert": m,
                  "hidden": hidden, "expert_width": width}
             if time.monotonic() - start > a.budget_s:
