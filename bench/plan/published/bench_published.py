@@ -354,7 +354,7 @@ def main():
     print("  per source (median |MFU error|, worst, published layout in the top 10):")
     for group, runs_of in sorted(by_source.items()):
         errs = [e for e, _ in runs_of]
-        print(f"    {group:<10} {len(runs_of):>3} runs  {100 * statistics.median(errs):5.1f} %  "
+        print(f"    {group:<12} {len(runs_of):>3} runs  {100 * statistics.median(errs):5.1f} %  "
               f"{100 * max(errs):5.1f} %  {sum(t for _, t in runs_of):>3}")
 
 
