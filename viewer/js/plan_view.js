@@ -70,7 +70,7 @@ var SS = window.SS || (window.SS = {});
   var CAVEATS = {
     balanced_expert_routing: 'Routing is taken as balanced: a dropless run\'s imbalance is not in these figures (measured: forced balance ran 4 % faster on Mixtral 8x22B, 9-24 % on Qwen3-235B at 128K-16K positions), nor its extra activation memory.',
     expert_parallel_ranking_unvalidated: 'Expert parallelism against its all-to-alls is ranked by the model alone, and measurements disagree with it: take the EP ranking as a hypothesis to measure.',
-    fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): most published Megatron-Core runs of such models took far longer than predicted where a rank\'s work a kernel was small (a host-bound signature; no host time is charged), so these step times are likely optimistic.',
+    fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): in most published Megatron-Core runs of such models a MoE layer\'s work besides attention took 1.5-2.2x the predicted time, most where a rank\'s work a kernel was small (GEMMs or host launches: not yet measured), so these step times are likely optimistic.',
     long_context_attention_rate_unvalidated: 'Long sequences (32K positions or more): published runs on current kernels (Megatron-Core with TransformerEngine, Llama 3) ran faster than the attention share predicts, by up to 2x at 128K, so these step times are likely pessimistic; a trace of your attention kernel (--ceilings-from) measures its rate.'
   };
 

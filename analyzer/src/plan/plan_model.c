@@ -666,10 +666,11 @@ static void print_assumptions(FILE *f, const plan_job *job) {
                "Qwen3-235B at 128K-16K positions; bench/plan/published), nor its extra activation "
                "memory\n");
     if (fine_grained_experts(&job->model))
-      fprintf(f, "  experts: fine-grained (64 or more): most published Megatron-Core runs of "
-                 "128-expert models took far longer than predicted where a rank's work a kernel "
-                 "was small (a host-bound signature; no host time is charged here: "
-                 "bench/plan/published), so these step times are likely optimistic\n");
+      fprintf(f, "  experts: fine-grained (64 or more): in most published Megatron-Core runs of "
+                 "128-expert models a MoE layer's work besides attention took 1.5-2.2x the time "
+                 "predicted here, most where a rank's work a kernel was small (GEMMs or host "
+                 "launches: not yet measured; bench/plan/published), so these step times are "
+                 "likely optimistic\n");
     if (job->ep_dedup)
       fprintf(f, "  experts: tokens exchanged as DeepEP does, once to each rank and across nodes "
                  "once to each node they go to (--ep-dispatcher deepep)\n");
