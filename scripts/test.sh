@@ -36,13 +36,13 @@ cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'browser|gpu|heavy|timing'
 
-echo "== ThreadSanitizer build (build-tsan/: the tracer's writer and its threaded tests, the gzip pipe thread, the split import, the per-thread cache)"
+echo "== ThreadSanitizer build (build-tsan/: the tracer's writer and its threaded tests, the gzip pipe thread, the split import, the per-thread cache, the planner's sweep on threads)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
   -DSTEPSCOPE_TSAN=ON -DSTEPSCOPE_CUDA=OFF
 cmake --build build-tsan -j "$jobs" --target test_format_threads test_format_stop_race \
-  test_format_linked test_inflate_pipe test_common stepscope
+  test_format_linked test_inflate_pipe test_common test_plan stepscope
 TSAN_OPTIONS=halt_on_error=1 \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 600 \
-  -R '^(format\.(threads|stop_race|linked)|kineto\.(inflate_pipe|split)|common\.unit)$'
+  -R '^(format\.(threads|stop_race|linked)|kineto\.(inflate_pipe|split)|common\.unit|plan\.formulas)$'
 
 echo "== all tests passed"
