@@ -33,6 +33,8 @@ import json
 import sys
 import time
 
+from gpu_measure import add_budget, check_budget, cuda_torch, finish, timed
+
 HEADS, HEAD_DIM, TOKENS = 32, 128, 16384
 
 
@@ -43,16 +45,6 @@ def lengths(lo, hi):
             out.append(s)
         s *= 2
     return out
-
-
-def timed(torch, fn, repeat):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeat):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3 / repeat
 
 
 def measure(torch, backend, s, causal):
@@ -100,21 +92,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--min-len", type=int, default=512)
     ap.add_argument("--max-len", type=int, default=131072)
-    ap.add_argument("--budget-s", type=float, default=40.0,
-                    help="stop starting points after this many seconds (default 40)")
+    add_budget(ap, 40.0, "points")
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.min_len < 512 or a.max_len < a.min_len:
         ap.error("lengths: 512 <= --min-len <= --max-len")
-    if a.budget_s < 0:
-        ap.error("--budget-s: at least 0")
-    try:
-        import torch
-    except ImportError:
-        print("attention_rates: SKIP: no torch")
-        return 77
-    if not torch.cuda.is_available():
-        print("attention_rates: SKIP: no CUDA device")
+    check_budget(ap, a)
+    torch = cuda_torch("attention_rates")
+    if torch is None:
         return 77
     from torch.nn.attention import SDPBackend
     backends = [("flash", SDPBackend.FLASH_ATTENTION)]
@@ -147,10 +132,7 @@ def main():
                           flush=True)
                 save()
     save()
-    measured = sum(1 for p in res["points"] if "forward_s" in p)
-    print("attention_rates: %d of %d points measured in %.0f s" % (measured, len(res["points"]),
-                                                                  time.monotonic() - start))
-    return 0 if measured else 1
+    return finish("attention_rates", res["points"], start)
 
 
 if __name__ == "__main__":

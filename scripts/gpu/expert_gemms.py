@@ -32,6 +32,8 @@ import json
 import sys
 import time
 
+from gpu_measure import add_budget, check_budget, cuda_torch, finish, timed
+
 # (name, experts on a rank, tokens an expert, hidden, expert width): the bench's rows, tokens an
 # expert as the planner computes them (balanced routing: tokens x ep x top_k / experts)
 SHAPES = [
@@ -41,16 +43,6 @@ SHAPES = [
     ("qwen3-30b-a3b ep16 (4K; +55 %)", 8, 4096, 2048, 768),
     ("gpt-oss-120b ep8 (4K; +52 %)", 16, 1024, 2880, 2880),
 ]
-
-
-def timed(torch, fn, repeat):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeat):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3 / repeat
 
 
 def mlp_grouped(torch, x, w1, w2, offs, width):
@@ -107,19 +99,12 @@ def measure(torch, way, experts, m, hidden, width):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--budget-s", type=float, default=20.0,
-                    help="stop starting shapes after this many seconds (default 20)")
+    add_budget(ap, 20.0, "shapes")
     ap.add_argument("--json")
     a = ap.parse_args()
-    if a.budget_s < 0:
-        ap.error("--budget-s: at least 0")
-    try:
-        import torch
-    except ImportError:
-        print("expert_gemms: SKIP: no torch")
-        return 77
-    if not torch.cuda.is_available():
-        print("expert_gemms: SKIP: no CUDA device")
+    check_budget(ap, a)
+    torch = cuda_torch("expert_gemms")
+    if torch is None:
         return 77
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": "bf16",
            "points": []}
@@ -149,10 +134,7 @@ def main():
             if a.json:
                 with open(a.json, "w") as out:
                     json.dump(res, out, indent=1)
-    measured = sum(1 for p in res["points"] if "forward_s" in p)
-    print("expert_gemms: %d of %d points measured in %.0f s" % (measured, len(res["points"]),
-                                                               time.monotonic() - start))
-    return 0 if measured else 1
+    return finish("expert_gemms", res["points"], start)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ import sys
 
 import torch
 
+from gpu_measure import timed
+
 # (M, N, K): output M x N, inner K
 SHAPES = [(8192, 8192, 8192), (8944, 2816, 1024), (8944, 1024, 2816), (8944, 1024, 1024),
           (5185, 4096, 1024), (5185, 1024, 4096), (5185, 1024, 1024), (25088, 3072, 768),
@@ -61,8 +63,8 @@ def attention_sweep():
         for _ in range(3):
             attention_step(q, k, v)
         with torch.no_grad():
-            fwd = timed(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), 10)
-        both = timed(lambda: attention_step(q, k, v), 10)
+            fwd = timed(torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), 10)
+        both = timed(torch, lambda: attention_step(q, k, v), 10)
         whole = 4.0 * b * h * s * s * d
         out.append({"b": b, "h": h, "s": s, "d": d, "forward_s": fwd, "forward_backward_s": both,
                     "forward_tflops_whole": whole / fwd / 1e12,
@@ -82,20 +84,10 @@ def fp8_ceiling(n, repeat):
     mm = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     for _ in range(3):
         mm()
-    rates = [2.0 * n ** 3 / timed(mm, repeat) / 1e12 for _ in range(3)]
+    rates = [2.0 * n ** 3 / timed(torch, mm, repeat) / 1e12 for _ in range(3)]
     print("gemm_ceiling: fp8 (e4m3, _scaled_mm) %dx%dx%d: %.0f TFLOP/s (rounds %s)"
           % (n, n, n, max(rates), ", ".join("%.0f" % r for r in rates)))
     return {"n": n, "tflops_rounds": rates, "tflops": max(rates)}
-
-
-def timed(fn, repeat):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeat):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3 / repeat
 
 
 def shape_sweep(path):
@@ -106,7 +98,7 @@ def shape_sweep(path):
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
         for _ in range(3):
             torch.mm(a, b)
-        seconds = timed(lambda: torch.mm(a, b), 10)
+        seconds = timed(torch, lambda: torch.mm(a, b), 10)
         out.append({"m": m, "n": n, "k": k, "tflops": 2.0 * m * n * k / seconds / 1e12})
         mats.append((a, b))
     atts = [attention_inputs(*shape) for shape in ATTENTION]
