@@ -542,8 +542,10 @@ static int build_model(plan_args *p) {
     return 2;
   }
   if (m->seq > m->max_seq && !m->rope) {
-    cli_print(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
-              m->max_seq);
+    cli_print(stderr,
+              "stepscope plan: --seq %d exceeds the learned position table's %d positions: give "
+              "--max-seq %d or more (the table's size), or --positions rope\n",
+              m->seq, m->max_seq, m->seq);
     return 2;
   }
   return 0;

@@ -215,4 +215,13 @@ done
   { cat "$dir/width.txt"; no "a width the heads do not divide: named, not blamed on --tp"; }
 "$stepscope" plan --gpus 8 --global-batch 32 > /dev/null 2> "$dir/nomodel.txt"
 [ $? = 2 ] && grep -q "describe the model" "$dir/nomodel.txt" || no "no model: exit 2"
+# a sequence longer than the learned position table: exit 2 and both ways out named; with RoPE
+# there is no table to outgrow
+"$stepscope" plan --layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 4096 --gpus 8 \
+  --global-batch 8 > /dev/null 2> "$dir/maxseq.txt"
+[ $? = 2 ] && grep -q "exceeds the learned position table's 1024 positions: give --max-seq 4096 or more (the table's size), or --positions rope$" \
+  "$dir/maxseq.txt" || { cat "$dir/maxseq.txt"; no "--seq past --max-seq: exit 2, the two fixes named"; }
+"$stepscope" plan --layers 4 --hidden 1024 --heads 8 --vocab 32000 --seq 4096 --gpus 8 \
+  --global-batch 8 --positions rope --top 1 > /dev/null 2> "$dir/rope.txt" ||
+  { cat "$dir/rope.txt"; no "--seq past the default --max-seq with RoPE: runs"; }
 exit $fail
