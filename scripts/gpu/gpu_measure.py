@@ -2,6 +2,7 @@
 attention_rates.py, expert_gemms.py): timing on the device with CUDA events, and the start of
 a measurement that may find no torch or no GPU, which must read SKIP (exit 77), never a rate.
 """
+import time
 
 
 def timed(torch, fn, repeat):
@@ -42,7 +43,6 @@ def cuda_torch(name):
 def finish(name, points, started):
     """The last line of a measurement (`NAME: M of N points measured in T s`, which the window's
     note quotes) and its exit status: 0 when anything was measured, else 1."""
-    import time
     measured = sum(1 for p in points if "forward_s" in p)
     print("%s: %d of %d points measured in %.0f s" % (name, measured, len(points),
                                                       time.monotonic() - started))

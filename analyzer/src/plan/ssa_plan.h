@@ -207,9 +207,8 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
 
 /* Every layout of the job allowed by the filter, ranked best first (fitting layouts by
  * tokens/s, then those that do not fit by memory), predicted on the calling thread. *out is
- * malloc'd. Returns the count, or
- * -1 with a message. `why_none` gets, when 0 layouts are valid, the reason of the last
- * refusal seen. */
+ * malloc'd. Returns the count, or -1 with a message. `why_none` gets, when 0 layouts are
+ * valid, the reason of the last refusal seen. */
 long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out, char *why_none,
                     size_t why_size);
 
