@@ -200,10 +200,25 @@ static double dp_bucket_params(const mm_layout *l, double psi, int units) {
  * and again in its backward (exposed whole under FSDP's BACKWARD_POST), and reduce-scatters
  * its gradients in its backward. Whatever the
  * overlap, the first bucket gathered has no compute before it and the last bucket reduced none
- * after it: each is exposed whole (its `tail`). */
+ * after it: each is exposed whole (its `tail`); what overlaps slows the compute beside it
+ * (overlap_cost). */
 int plan_grad_reduce_bytes(const plan_job *job) {
   if (job->grad_reduce_bytes > 0) return job->grad_reduce_bytes;
   return job->model.framework == MM_FW_DEEPSPEED ? 2 : 4;
+}
+
+/* Compute that runs beside a collective runs slower than alone: the collective's kernels hold
+ * SMs (NCCL: a thread block per channel) and memory bandwidth while the GEMMs run. Lee et al.
+ * 2025 ("Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep
+ * Learning", arXiv 2507.03114) measured it with GPT and LLaMA models on A100, H100, MI250 and
+ * MI210: overlapped computation 18.9 % slower on average, 40 % at most. The planner charges that
+ * average on the compute each overlapped data-parallel collective runs beside: the shorter of
+ * the collective and that compute. Not fitted to the published runs (bench/plan/published gives
+ * the figures at 0.1 and 0.3 as well). */
+const double plan_overlap_slowdown = 0.189;
+
+static double overlap_cost(double comm, double compute, double tail) {
+  return fmax(tail, comm - compute) + plan_overlap_slowdown * fmin(comm, compute);
 }
 
 static double framework_sync(const plan_job *job, const mm_layout *l, int stage, double t_mb,
@@ -252,9 +267,9 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
      * exposed, the reduce-scatters overlap the next unit's computation (torch's BackwardPrefetch
      * docs); BACKWARD_PRE (and DeepSpeed's prefetch) overlaps both with the backward */
     int post = job->backward_prefetch_post && l->framework == MM_FW_FSDP;
-    double backward =
-        post ? gather + fmax(reduce_tail, reduce - bwd) : fmax(reduce_tail, gather + reduce - bwd);
-    return l->microbatches * (fmax(gather_tail, gather - fwd) + backward);
+    double backward = post ? gather + overlap_cost(reduce, bwd, reduce_tail)
+                           : overlap_cost(gather + reduce, bwd, reduce_tail);
+    return l->microbatches * (overlap_cost(gather, fwd, gather_tail) + backward);
   }
   /* Without a pipeline, torch FSDP reduces in every micro-batch's backward (unless the loop
    * enters no_sync(), which Composer does only for DDP modules: ddp_sync_context returns at
@@ -268,10 +283,10 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   if (l->zero == 0) {
     double allreduce = colls * lat_ar + 2.0 * grad * psi * shard;
     double allreduce_tail = lat_ar + 2.0 * grad * bucket * shard;
-    return syncs * (job->overlap ? fmax(allreduce_tail, allreduce - bwd) : allreduce);
+    return syncs * (job->overlap ? overlap_cost(allreduce, bwd, allreduce_tail) : allreduce);
   }
-  return syncs * ((job->overlap ? fmax(reduce_tail, reduce - bwd) : reduce) +
-                  fmax(gather_tail, gather - fwd));
+  return syncs * ((job->overlap ? overlap_cost(reduce, bwd, reduce_tail) : reduce) +
+                  overlap_cost(gather, fwd, gather_tail));
 }
 
 /* Megatron's --tp-comm-overlap, one layer and micro-batch (TransformerEngine's userbuffers,

@@ -632,6 +632,12 @@ static void print_assumptions(FILE *f, const plan_job *job) {
     fprintf(f,
             "  links: %.0f / %.0f GB/s a device in / between nodes of %d, %.0f us a collective\n",
             d->intra_bw / 1e9, d->inter_bw / 1e9, G, d->latency_s * 1e6);
+  if (job->model.framework != MM_FW_STEPSCOPE)
+    fprintf(f,
+            "  overlap: compute beside an overlapped data-parallel collective runs %.1f %% "
+            "slower than alone (Lee et al. 2025's measured average; docs/plan.md), charged in "
+            "the gradient sync\n",
+            100 * plan_overlap_slowdown);
   if (job->model.window > 0) {
     const mm_layout *m = &job->model;
     int sliding = 0;
@@ -874,7 +880,8 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
     ssa_out_printf(
         o,
         "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
-        "\"runtime_baseline\",\"host_overhead\"%s%s%s],",
+        "\"runtime_baseline\",\"host_overhead\"%s%s%s%s],",
+        job->model.framework != MM_FW_STEPSCOPE ? ",\"overlap_slowdown\"" : "",
         job->model.experts > 0
             ? ",\"balanced_expert_routing\",\"expert_parallel_ranking_unvalidated\""
             : "",

@@ -329,6 +329,11 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
  * bf16 gradients). */
 int plan_grad_reduce_bytes(const plan_job *job);
 
+/* The share by which compute beside an overlapped data-parallel collective runs slower than
+ * alone (plan_comm.c; docs/plan.md "Frameworks: communication"): each overlapped collective
+ * costs max(tail, collective - compute) + this x min(collective, compute). */
+extern const double plan_overlap_slowdown;
+
 /* Shape-dependent costs of a framework's step (plan_shape_costs.c, docs/plan.md "Compute by
  * shape"). plan_gemm_quantization: the time of a GEMM with a rows x cols output over its FLOPs'
  * share of whole waves of tiles (>= 1; 1 without an SM count). plan_head_gemm_passes: the LM
