@@ -27,6 +27,7 @@
 #include "ssa_export.h"
 #include "export_ranks.h"
 #include "export_replay.h"
+#include "sc_clock.h"
 
 typedef struct export_args {
   ssa_options opt;
@@ -160,8 +161,7 @@ int cmd_export(int argc, char **argv) {
     cli_loaded_free(&l);
     return rc;
   }
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = sc_monotonic_s();
   if (tty) cli_print(stderr, "writing %s ...\n", x.out_path);
   ssa_export_stats st;
   memset(&st, 0, sizeof st);
@@ -171,12 +171,11 @@ int cmd_export(int argc, char **argv) {
   cli_env_read(&env);
   rc = perfetto ? ssa_export_perfetto_opts(&l.an, x.out_path, &env.perfetto, &st, &err)
                 : ssa_export_chrome(&l.an, x.out_path, &st, &err);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double took_s = sc_monotonic_s() - t0;
   if (rc)
     cli_print(stderr, "stepscope export: %s\n", err.message);
   else if (tty)
-    say_written(perfetto, &st,
-                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    say_written(perfetto, &st, took_s);
   export_replay_free(&x.replay);
   cli_loaded_free(&l);
   free(sel);

@@ -30,6 +30,7 @@
 #include "cli_output.h"
 #include "option_table.h"
 #include "ssa_ops.h"
+#include "sc_clock.h"
 #include "ssa_plan.h"
 
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out) {
@@ -902,17 +903,13 @@ static int plan_single(plan_args *p, plan_result **results) {
 /* The sweep's progress on a terminal's stderr, once it has run for half a second (a large
  * job's sweep takes seconds); cleared when it ends. */
 typedef struct sweep_progress {
-  struct timespec start;
+  double start_s; /* sc_monotonic_s() */
   int shown;
 } sweep_progress;
 
 static void show_sweep_progress(void *ctx, long predicted, long total) {
   sweep_progress *sp = ctx;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  double s =
-      (double)(now.tv_sec - sp->start.tv_sec) + 1e-9 * (double)(now.tv_nsec - sp->start.tv_nsec);
-  if (predicted < total && s >= 0.5) {
+  if (predicted < total && sc_monotonic_s() - sp->start_s >= 0.5) {
     fprintf(stderr, "\rstepscope plan: %ld of %ld candidate layouts checked", predicted, total);
     sp->shown = 1;
   }
@@ -921,8 +918,7 @@ static void show_sweep_progress(void *ctx, long predicted, long total) {
 /* Every layout the filter lets through into *results; their number, or -1 (said why). */
 static long plan_all(plan_args *p, plan_result **results) {
   char err[256];
-  sweep_progress sp = {.shown = 0};
-  clock_gettime(CLOCK_MONOTONIC, &sp.start);
+  sweep_progress sp = {.start_s = sc_monotonic_s(), .shown = 0};
   plan_sweep_options opt = {
       .threads = p->threads, .progress = isatty(2) ? show_sweep_progress : NULL, .ctx = &sp};
   long n = plan_sweep(&p->job, &p->f, &opt, results, err, sizeof err);

@@ -55,6 +55,7 @@
 #include "cli_print.h"
 #include "view.h"
 #include "stepscope_viewer_assets.h"
+#include "sc_clock.h"
 #include "sc_file.h"
 #include "sc_thread.h"
 
@@ -475,16 +476,14 @@ static int dispatch(int fd, char *head, view_run *runs, int nruns, int loopback)
 typedef struct pending {
   int fd;
   size_t len;
-  struct timespec since; /* accepted at (CLOCK_MONOTONIC) */
-  int complete;          /* head read whole, waiting for a free thread */
-  int closing;           /* refused: answered, input drained until EOF or the linger */
-  char *buf;             /* VIEW_HEAD_MAX + 1 bytes */
+  double since_s; /* accepted at (sc_monotonic_s) */
+  int complete;   /* head read whole, waiting for a free thread */
+  int closing;    /* refused: answered, input drained until EOF or the linger */
+  char *buf;      /* VIEW_HEAD_MAX + 1 bytes */
 } pending;
 
-static double seconds_since(const struct timespec *t) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (double)(now.tv_sec - t->tv_sec) + 1e-9 * (double)(now.tv_nsec - t->tv_nsec);
+static double seconds_since(double t) {
+  return sc_monotonic_s() - t;
 }
 
 /* A short answer to a client whose head is refused; never blocks. */
@@ -516,7 +515,7 @@ static void refuse_pending(pending *v, size_t i, int code, const char *reason) {
   refuse_now(v[i].fd, code, reason);
   shutdown(v[i].fd, SHUT_WR);
   v[i].closing = 1;
-  clock_gettime(CLOCK_MONOTONIC, &v[i].since);
+  v[i].since_s = sc_monotonic_s();
 }
 
 /* Reads what arrived on pending connection i. Returns 1 when its head is
@@ -683,7 +682,7 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
     /* heads past their deadline: 408 */
     int next_ms = 1000;
     for (size_t i = 0; i < npend;) {
-      double age = seconds_since(&pend[i].since);
+      double age = seconds_since(pend[i].since_s);
       if (pend[i].closing && age >= VIEW_LINGER_S) {
         drop_pending(pend, &npend, i);
         continue;
@@ -729,8 +728,8 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
         for (size_t i = 0; i < npend && oldest == npend; i++)
           if (pend[i].closing) oldest = i;
         for (size_t i = 0; i < npend && (oldest == npend || !pend[oldest].closing); i++)
-          if (!pend[i].complete && (oldest == npend || seconds_since(&pend[i].since) >
-                                                           seconds_since(&pend[oldest].since)))
+          if (!pend[i].complete && (oldest == npend || seconds_since(pend[i].since_s) >
+                                                           seconds_since(pend[oldest].since_s)))
             oldest = i;
         if (oldest == npend) { /* all complete and waiting for threads: refuse the new one */
           refuse_now(fd, 503, "Service Unavailable");
@@ -749,7 +748,7 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
       memset(p, 0, sizeof *p);
       p->fd = fd;
       p->buf = buf;
-      clock_gettime(CLOCK_MONOTONIC, &p->since);
+      p->since_s = sc_monotonic_s();
     }
   }
   while (npend)

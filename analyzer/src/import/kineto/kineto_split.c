@@ -50,6 +50,7 @@
 #include "gzip_whole.h"
 #include "inflate_pipe.h"
 #include "kineto_import.h"
+#include "sc_clock.h"
 
 #define FILL_CHUNK   ((size_t)1 << 20) /* bytes published at a time */
 #define LO_MARGIN    ((size_t)4096)    /* see ssa_split_open */
@@ -86,9 +87,7 @@ struct ssa_split {
 };
 
 static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+  return 1e3 * sc_monotonic_s();
 }
 
 static atomic_int active_splits;
