@@ -138,10 +138,10 @@ def published_mfu(r):
 
 
 def model_class(r):
-    """dense; a mixture of 8 experts (Mixtral); fine-grained experts (64 or more: Qwen3,
-    GPT-OSS), the class the planner's header warns about."""
+    """dense; a mixture of fewer than 64 experts (Mixtral's 8, GPT-OSS 20B's 32); fine-grained
+    experts (64 or more: Qwen3, GPT-OSS 120B), the class the planner's header warns about."""
     experts = int(r.get("experts") or 0)
-    return "dense" if experts == 0 else "moe, fine-grained" if experts >= 64 else "moe, 8 experts"
+    return "dense" if experts == 0 else "moe, fine-grained" if experts >= 64 else "moe, < 64 experts"
 
 
 def source_group(r):
@@ -345,7 +345,7 @@ def main():
     classes = {}
     for r, (e, t) in zip(rows, per_run):
         classes.setdefault(model_class(r), []).append((e, t))
-    for name in ("dense", "moe, 8 experts", "moe, fine-grained"):
+    for name in ("dense", "moe, < 64 experts", "moe, fine-grained"):
         runs_of = classes.get(name)
         if runs_of:
             errs = [e for e, _ in runs_of]
