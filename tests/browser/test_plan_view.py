@@ -67,6 +67,8 @@ def main():
         check("12 layers × 768 (12 heads), seq 1024" in head, "the model card: a dense GPT-2")
         check("megatron, TP overlap, fp8 GEMMs" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
               "the framework and cluster cards say what the prediction assumed")
+        check("compute 18.9 % slower beside overlapped data-parallel collectives" in head,
+              "the framework card says what an overlapped collective costs (job.overlap_slowdown)")
         check("62 % of peak (the device table's)" in head, "the GEMM ceiling card: the table's")
         check("30 % of peak (the device table's, at 2048 positions, scaled by the kernel's rate at "
               "the length it runs on)" in head, "the attention card: the table's, and its length")

@@ -91,6 +91,9 @@ var SS = window.SS || (window.SS = {});
     if (job.precision === 'fp8') parts.push('fp8 GEMMs'); /* at the fp8 peak, MFU against bf16's */
     if (job.ep_dispatcher === 'deepep') parts.push('DeepEP token exchange');
     if (job.recompute_modules) parts.push('selective recomputes ' + job.recompute_modules.join(', '));
+    if (job.overlap_slowdown) /* docs/plan.md "Frameworks: communication" */
+      parts.push('compute ' + (100 * job.overlap_slowdown).toFixed(1) +
+        ' % slower beside overlapped data-parallel collectives');
     return parts.join(', ');
   }
 

@@ -807,7 +807,8 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
     ssa_out_printf(o, ",\"recompute_modules\":[\"%s\"]", names);
   }
   if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
-    ssa_out_printf(o, ",\"grad_reduce_bytes\":%d", plan_grad_reduce_bytes(job));
+    ssa_out_printf(o, ",\"grad_reduce_bytes\":%d,\"overlap_slowdown\":%.3f",
+                   plan_grad_reduce_bytes(job), plan_overlap_slowdown);
   if (m->framework == MM_FW_FSDP)
     ssa_out_printf(o, ",\"backward_prefetch\":\"%s\"",
                    job->backward_prefetch_post ? "post" : "pre");
