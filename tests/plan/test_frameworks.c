@@ -448,9 +448,10 @@ static void clusters(void) {
   /* overlapped, a ZeRO-3 micro-batch long enough to hide its gathers and reduce-scatters still
    * exposes the first unit gathered in forward and the last reduced in backward (nothing to
    * overlap them with): a unit is a block, psi / 5 on this one-stage model of 4 blocks (FSDP
-   * FULL_SHARD: bf16 gathers, fp32 reduce-scatters); and the compute beside the collectives
-   * runs plan_overlap_slowdown (18.9 %) slower for as long as they run: the forward beside the
-   * 5 gathers, the backward (BACKWARD_PRE) beside 5 gathers and 5 reduce-scatters */
+   * FULL_SHARD: bf16 gathers, fp32 reduce-scatters); and the compute beside the rest runs
+   * plan_overlap_slowdown (18.9 %) slower for as long as it runs: the forward beside the 4
+   * gathers after the first, the backward (BACKWARD_PRE) beside 5 gathers and the 4
+   * reduce-scatters before the last */
   j.model.framework = MM_FW_FSDP;
   j.overlap = 1;
   j.global_batch = 1024;
@@ -463,7 +464,9 @@ static void clusters(void) {
   double tau = plan_overlap_slowdown;
   CHECK(tau > 0.18 && tau < 0.19); /* Lee et al. 2025's average (plan_comm.c) */
   double gathers = 5 * lat + 2 * 5 * unit * shard, reduces = 5 * lat + 4 * 5 * unit * shard;
-  want = (lat + 2 * unit * shard) + (lat + 4 * unit * shard) + tau * (2 * gathers + reduces);
+  double gather_tail = lat + 2 * unit * shard, reduce_tail = lat + 4 * unit * shard;
+  want = gather_tail + reduce_tail +
+         tau * ((gathers - gather_tail) + (gathers + reduces - reduce_tail));
   CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
   j.global_batch = 2048; /* per micro-batch: two of them expose it twice */
   l.microbatches = 2;
@@ -476,8 +479,8 @@ static void clusters(void) {
   double pre = r.grad_sync_s;
   j.backward_prefetch_post = 1;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
-  double post =
-      (lat + 2 * unit * shard) + tau * gathers + gathers + (lat + 4 * unit * shard) + tau * reduces;
+  double post = gather_tail + tau * (gathers - gather_tail) + gathers + reduce_tail +
+                tau * (reduces - reduce_tail);
   CHECK(fabs(r.grad_sync_s - 2 * post) < 1e-9 * post);
   CHECK(r.grad_sync_s > pre);
   /* hybrid sharding over the node's 8 (BACKWARD_PRE again): gathers and reduce-scatters inside
@@ -489,10 +492,12 @@ static void clusters(void) {
   l.shard_group = 8;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
   double lat8 = 32.2e-6, shard8 = 7.0 / 8 / 450e9, across = 2 * 4 * 0.5 / 50e9 / 8;
-  double hsdp = (lat8 + 2 * unit * shard8) + (lat8 + 4 * unit * shard8 + 28e-6 + unit * across);
+  double gather_tail8 = lat8 + 2 * unit * shard8;
+  double reduce_tail8 = lat8 + 4 * unit * shard8 + 28e-6 + unit * across;
+  double hsdp = gather_tail8 + reduce_tail8;
   double gathers8 = 5 * lat8 + 2 * 5 * unit * shard8;
   double reduces8 = 5 * lat8 + 4 * 5 * unit * shard8 + 5 * 28e-6 + 5 * unit * across;
-  hsdp += tau * (2 * gathers8 + reduces8);
+  hsdp += tau * ((gathers8 - gather_tail8) + (gathers8 + reduces8 - reduce_tail8));
   CHECK(fabs(r.grad_sync_s - 2 * hsdp) < 1e-9 * hsdp);
   l.shard_group = 0;
   j.backward_prefetch_post = 1;

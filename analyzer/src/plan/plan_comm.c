@@ -212,13 +212,16 @@ int plan_grad_reduce_bytes(const plan_job *job) {
  * 2025 ("Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep
  * Learning", arXiv 2507.03114) measured it with GPT and LLaMA models on A100, H100, MI250 and
  * MI210: overlapped computation 18.9 % slower on average, 40 % at most. The planner charges that
- * average on the compute each overlapped data-parallel collective runs beside: the shorter of
- * the collective and that compute. Not fitted to the published runs (bench/plan/published gives
- * the figures at 0.1 and 0.3 as well). */
+ * average on the compute each overlapped data-parallel collective runs beside. Not fitted to the
+ * published runs (bench/plan/published gives the figures at 0.1 and 0.3 as well). */
 const double plan_overlap_slowdown = 0.189;
 
+/* A collective of `comm` seconds beside `compute` seconds of compute, `tail` of it (its first
+ * or last bucket) with nothing to overlap: exposed max(tail, comm - compute), and the rest
+ * (exposed + overlapped = comm) runs beside the compute and slows it. */
 static double overlap_cost(double comm, double compute, double tail) {
-  return fmax(tail, comm - compute) + plan_overlap_slowdown * fmin(comm, compute);
+  double exposed = fmax(tail, comm - compute);
+  return exposed + plan_overlap_slowdown * fmax(0.0, comm - exposed);
 }
 
 static double framework_sync(const plan_job *job, const mm_layout *l, int stage, double t_mb,

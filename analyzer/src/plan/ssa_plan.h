@@ -330,8 +330,8 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
 int plan_grad_reduce_bytes(const plan_job *job);
 
 /* The share by which compute beside an overlapped data-parallel collective runs slower than
- * alone (plan_comm.c; docs/plan.md "Frameworks: communication"): each overlapped collective
- * costs max(tail, collective - compute) + this x min(collective, compute). */
+ * alone (plan_comm.c; docs/plan.md "Frameworks: communication"): a collective costs its
+ * exposed part, max(tail, collective - compute), plus this x its overlapped part (the rest). */
 extern const double plan_overlap_slowdown;
 
 /* Shape-dependent costs of a framework's step (plan_shape_costs.c, docs/plan.md "Compute by
