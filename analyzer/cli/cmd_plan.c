@@ -283,7 +283,7 @@ static const cli_option plan_options[] = {
     {CLI_UNFLAG, "--no-overlap", NULL, NULL,
      "gradient reduction not overlapped with the backward\n"
      "(overlapped under a framework, it slows the compute\n"
-     "beside it by 18.9 %: docs/plan.md)",
+     "beside it: the header's overlap: line, docs/plan.md)",
      A(job.overlap), NULL, 0, 0, NULL},
     STR("--grad-reduce-dtype", "fp32|bf16|fp16", grad_reduce,
         "a framework's data-parallel gradient reduction (e.g.\n"
