@@ -256,6 +256,9 @@ static const cli_option plan_options[] = {
         "0-1; pipelines 1F1B, interleaved), fsdp (ZeRO 0, 2, 3;\n"
         "gradients reduced in every micro-batch unless pipelined),\n"
         "deepspeed (ZeRO 0-3; with a pipeline ZeRO 0-1, 1F1B),\n"
+        "composer (fsdp's conventions on data parallelism alone,\n"
+        "recompute none or full, backward prefetch post: MosaicML\n"
+        "Composer as llm-foundry runs it),\n"
         "stepscope-cpu, stepscope-cuda (docs/plan.md): the sweep\n"
         "offers only what it runs, a layout it cannot is refused\n"
         "[megatron; the stepscope trainer's with --from or\n"
@@ -296,7 +299,8 @@ static const cli_option plan_options[] = {
         "fsdp FULL_SHARD's backward_prefetch: pre (BACKWARD_PRE,\n"
         "torch's default: the next unit's all-gather overlaps the\n"
         "gradient computation) or post (BACKWARD_POST, Composer's\n"
-        "default: issued after it, each one exposed) [pre]"),
+        "default: issued after it, each one exposed) [fsdp pre;\n"
+        "composer post]"),
     {CLI_FLAG, "--tp-comm-overlap", NULL, NULL,
      "megatron's --tp-comm-overlap: TP's all-gathers and\n"
      "reduce-scatters overlap the GEMMs beside them\n"
@@ -342,7 +346,8 @@ static const cli_option plan_options[] = {
         "into tp x cp x dp (--expert-tensor-parallel-size 1; needs SP)\n"
         "[both: --tp, and 1 where tp > 1 with SP]"),
     INT("--shard-group", "N", f.shard_group, 0, 1 << 20,
-        "--framework fsdp, --zero 2/3: hybrid sharding (HYBRID_SHARD,\n"
+        "--framework fsdp or composer, --zero 2/3: hybrid sharding\n"
+        "(HYBRID_SHARD,\n"
         "_HYBRID_SHARD_ZERO2), the states sharded over N ranks of the\n"
         "DP group, replicated across; 0: over the whole group [both:\n"
         "0, and the group's members in a node when it spans nodes]"),
@@ -600,7 +605,7 @@ static int trainer_model_refused(const mm_layout *m) {
     return 0;
   cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
                     "--untied, --positions rope, --head-dim, --moe-ffn or --sliding-window (a "
-                    "real model needs a --framework: megatron, fsdp, deepspeed)\n");
+                    "real model needs a --framework: megatron, fsdp, composer, deepspeed)\n");
   return 2;
 }
 
@@ -611,11 +616,11 @@ static int apply_framework(plan_args *p) {
     const char *name;
     mm_framework framework;
     int act_bytes; /* the trainer's activation storage: 4 on its CPU backend, 2 in CUDA bf16 */
-  } frameworks[] = {{"megatron", MM_FW_MEGATRON, 2},
-                    {"fsdp", MM_FW_FSDP, 2},
-                    {"deepspeed", MM_FW_DEEPSPEED, 2},
-                    {"stepscope-cpu", MM_FW_STEPSCOPE, 4},
-                    {"stepscope-cuda", MM_FW_STEPSCOPE, 2}};
+    int composer;  /* PyTorch FSDP as Composer runs it (plan_job.composer) */
+  } frameworks[] = {
+      {"megatron", MM_FW_MEGATRON, 2, 0},       {"fsdp", MM_FW_FSDP, 2, 0},
+      {"composer", MM_FW_FSDP, 2, 1},           {"deepspeed", MM_FW_DEEPSPEED, 2, 0},
+      {"stepscope-cpu", MM_FW_STEPSCOPE, 4, 0}, {"stepscope-cuda", MM_FW_STEPSCOPE, 2, 0}};
   const char *name = p->framework;
   if (!name) name = p->from || !strcmp(p->job.dev.name, "cpu") ? NULL : "megatron";
   if (!name) /* the trainer's, as the device has it (--from RUN, --device cpu) */
@@ -623,12 +628,14 @@ static int apply_framework(plan_args *p) {
   for (size_t i = 0; i < sizeof frameworks / sizeof frameworks[0]; i++)
     if (!strcmp(name, frameworks[i].name)) {
       p->job.model.framework = frameworks[i].framework;
+      p->job.composer = frameworks[i].composer;
+      p->job.backward_prefetch_post = frameworks[i].composer; /* Composer's default */
       if (frameworks[i].framework != MM_FW_STEPSCOPE) return 0;
       p->job.dev.act_bytes = frameworks[i].act_bytes;
       return trainer_model_refused(&p->job.model);
     }
   cli_print(stderr,
-            "stepscope plan: unknown --framework '%s' (megatron, fsdp, deepspeed, "
+            "stepscope plan: unknown --framework '%s' (megatron, fsdp, composer, deepspeed, "
             "stepscope-cpu, stepscope-cuda)\n",
             name);
   return 2;
@@ -724,7 +731,7 @@ static int build_job(plan_args *p) {
   if (rc) return rc;
   if (p->dropout >= 0 && p->job.model.framework == MM_FW_STEPSCOPE) {
     cli_print(stderr, "stepscope plan: --dropout is a real framework's (megatron, fsdp, "
-                      "deepspeed): the stepscope trainer has no dropout\n");
+                      "composer, deepspeed): the stepscope trainer has no dropout\n");
     return 2;
   }
   if (p->f.expert_tp > 0 && p->job.model.framework != MM_FW_MEGATRON) {
@@ -738,7 +745,7 @@ static int build_job(plan_args *p) {
   }
   if (p->f.shard_group > 0 && p->job.model.framework != MM_FW_FSDP) {
     cli_print(stderr, "stepscope plan: --shard-group is PyTorch FSDP's hybrid sharding: give "
-                      "--framework fsdp\n");
+                      "--framework fsdp or composer\n");
     return 2;
   }
   if (p->precision && strcmp(p->precision, "bf16") && strcmp(p->precision, "fp8")) {
@@ -760,7 +767,7 @@ static int build_job(plan_args *p) {
     int pre = !strcmp(p->backward_prefetch, "pre"), post = !strcmp(p->backward_prefetch, "post");
     if ((!pre && !post) || job->model.framework != MM_FW_FSDP) {
       cli_print(stderr, "stepscope plan: --backward-prefetch takes pre or post, with --framework "
-                        "fsdp (torch FSDP's BackwardPrefetch)\n");
+                        "fsdp or composer (torch FSDP's BackwardPrefetch)\n");
       return 2;
     }
     job->backward_prefetch_post = post;

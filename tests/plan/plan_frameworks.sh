@@ -10,7 +10,8 @@
 #     trainer refuses (exit 1);
 #   - a Llama-like model (GQA, SwiGLU, RoPE, untied) is planned; the trainer refuses it (exit 2).
 #   - --grad-reduce-dtype and --backward-prefetch: the JSON says them, they move the gradient
-#     sync the documented way, and are refused where they do not apply.
+#     sync the documented way, and are refused where they do not apply;
+#   - composer: FSDP's conventions on data parallelism alone, whole-block recomputation.
 set -u
 stepscope=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-planfw.XXXXXX") || exit 1
@@ -147,6 +148,43 @@ python3 -c "import sys; sys.exit(0 if float('$sync_post') > float('$sync_pre') +
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --backward-prefetch post \
   > /dev/null 2>&1
 [ $? -eq 2 ] || no "--backward-prefetch without --framework fsdp is refused"
+
+# --framework composer (docs/plan.md "What each framework can run"): FSDP's conventions on data
+# parallelism alone, whole-block checkpointing, BACKWARD_POST by default. Its sweep of MPT-13B on
+# 8 H100s has only tp 1, pp 1, cp 1 and no selective recomputation (fsdp's has all of them);
+# a layout predicts what fsdp with --backward-prefetch post predicts; a named TP degree or
+# selective recomputation is refused with the reason; --backward-prefetch pre still applies
+mpt13=(--layers 40 --hidden 5120 --heads 40 --vocab 50368 --seq 2048 --max-seq 2048 --gpus 8
+       --global-batch 16 --dropout 0)
+"$stepscope" plan "${mpt13[@]}" --framework composer --json "$dir/composer.json" > /dev/null 2>&1 ||
+  no "plan MPT-13B under composer"
+"$stepscope" plan "${mpt13[@]}" --framework fsdp --json "$dir/fsdp.json" > /dev/null 2>&1 ||
+  no "plan MPT-13B under fsdp"
+python3 - "$dir/composer.json" "$dir/fsdp.json" <<'PY' || no "composer's sweep: data parallelism alone"
+import json, sys
+c, f = (json.load(open(p)) for p in sys.argv[1:])
+assert c["job"]["framework"] == "composer" and c["job"]["backward_prefetch"] == "post", c["job"]
+L = [l["layout"] for l in c["layouts"]]
+assert L and all((l["tp"], l["pp"], l["cp"]) == (1, 1, 1) for l in L)
+assert {l["recompute"] for l in L} == {"none", "full"}, {l["recompute"] for l in L}
+F = [l["layout"] for l in f["layouts"]]
+assert any(l["tp"] > 1 for l in F) and any(l["recompute"] == "selective" for l in F)
+print("composer: %d layouts, fsdp: %d" % (len(L), len(F)))
+PY
+one13=(--dp 8 --tp 1 --pp 1 --cp 1 --zero 3 --recompute full --microbatches 1 --json -)
+c_step=$("$stepscope" plan "${mpt13[@]}" "${one13[@]}" --framework composer 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["layouts"][0]["step_time_s"])')
+f_step=$("$stepscope" plan "${mpt13[@]}" "${one13[@]}" --framework fsdp --backward-prefetch post   2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["layouts"][0]["step_time_s"])')
+[ -n "$c_step" ] && [ "$c_step" = "$f_step" ] ||
+  no "composer's step $c_step s is not fsdp's with BACKWARD_POST, $f_step s"
+"$stepscope" plan "${mpt13[@]}" --framework composer --tp 2 > "$dir/ctp.txt" 2>&1
+[ $? -eq 1 ] && grep -q "Composer (llm-foundry) runs FSDP's data parallelism alone" "$dir/ctp.txt" ||
+  { cat "$dir/ctp.txt"; no "composer --tp 2: refused with the reason"; }
+"$stepscope" plan "${mpt13[@]}" --framework composer --recompute selective > "$dir/csel.txt" 2>&1
+[ $? -eq 1 ] && grep -q "recomputes whole blocks" "$dir/csel.txt" ||
+  { cat "$dir/csel.txt"; no "composer --recompute selective: refused with the reason"; }
+"$stepscope" plan "${mpt13[@]}" --framework composer --backward-prefetch pre --top 1 \
+  --json - 2>/dev/null | grep -q '"backward_prefetch":"pre"' || no "composer --backward-prefetch pre"
 
 # FSDP's hybrid sharding (--shard-group; docs/plan.md "Frameworks"): the sweep offers the DP
 # group's members in a node as the shard group once the group spans nodes (Llama-3-8B on 4,096

@@ -360,6 +360,22 @@ static int layout_refused(const plan_job *job, const mm_layout *l, char *err, si
     snprintf(err, errlen, "ZeRO shards over dp x cp = 1 rank: nothing to shard");
     return -1;
   }
+  /* Composer wraps the model in FSDP and nothing else (llm-foundry's FSDP-only training; its
+   * experimental tp_config cuts the MLP alone, which is not this tensor parallelism), and its
+   * activation_checkpointing wraps whole blocks (docs/plan.md "What each framework can run") */
+  if (job->composer && (l->tp > 1 || l->pp > 1 || l->cp > 1)) {
+    snprintf(err, errlen,
+             "Composer (llm-foundry) runs FSDP's data parallelism alone: no tensor, pipeline "
+             "or context parallelism (--tp %d --pp %d --cp %d; --framework fsdp has torch's)",
+             l->tp, l->pp, l->cp);
+    return -1;
+  }
+  if (job->composer && l->recompute == MM_RECOMPUTE_SELECTIVE) {
+    snprintf(err, errlen,
+             "Composer's activation checkpointing recomputes whole blocks: --recompute none "
+             "or full, not selective");
+    return -1;
+  }
   return 0;
 }
 
@@ -773,8 +789,10 @@ static void json_layout(ssa_out *o, const plan_result *r) {
       r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->wait_s, r->host_s, r->binding);
 }
 
-static const char *framework_name(int framework) {
+static const char *framework_name(const plan_job *job) {
   static const char *const names[] = {"stepscope", "megatron", "fsdp", "deepspeed"};
+  int framework = job->model.framework;
+  if (job->composer) return "composer";
   return framework >= 0 && framework < 4 ? names[framework] : "?";
 }
 
@@ -792,7 +810,7 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
       m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
       m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0,
-      framework_name(m->framework), m->kv_heads > 0 ? m->kv_heads : m->heads,
+      framework_name(job), m->kv_heads > 0 ? m->kv_heads : m->heads,
       m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
       m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16",
       (int)(mm_attention_width(m) / m->heads), m->experts > 0 ? (int)mm_expert_ffn_width(m) : 0);

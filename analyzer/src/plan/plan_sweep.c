@@ -111,14 +111,16 @@ static int allowed(int want, int v) {
 }
 
 /* The recomputations the sweep offers (rc, the mm_recompute; modules, what a selective one
- * recomputes), at most 5: none, selective (the attention core, or the job's --recompute-modules),
- * full, as the filter allows; and where the recomputation is free, for a Megatron-Core mixture
- * of experts without --recompute-modules, the module sets Megatron-MoE-ModelZoo's Qwen3 recipes
- * run (best_practice/qwen3: `moe_act layernorm` at 4K, `layernorm moe` at long context). */
+ * recomputes), at most 5: none, selective (the attention core, or the job's --recompute-modules;
+ * not under Composer, which checkpoints whole blocks), full, as the filter allows; and where the
+ * recomputation is free, for a Megatron-Core mixture of experts without --recompute-modules, the
+ * module sets Megatron-MoE-ModelZoo's Qwen3 recipes run (best_practice/qwen3: `moe_act layernorm`
+ * at 4K, `layernorm moe` at long context). */
 static int recompute_choices(const plan_job *job, const plan_filter *f, int rc[5], int modules[5]) {
   int n = 0;
   for (int r = 0; r < 3; r++)
-    if (allowed(f->recompute, r)) {
+    if (allowed(f->recompute, r) &&
+        !(job->composer && r == MM_RECOMPUTE_SELECTIVE && f->recompute < 0)) {
       rc[n] = r;
       modules[n++] = r == MM_RECOMPUTE_SELECTIVE ? job->model.recompute_modules : 0;
     }
@@ -242,6 +244,15 @@ long plan_sweep(const plan_job *job, const plan_filter *f, const plan_sweep_opti
   sweep s = {.job = job, .opt = opt, .total = -1};
   if (why_none && why_size) why_none[0] = '\0';
   *out = NULL;
+  /* Composer has data parallelism alone: its sweep is the degrees it runs (a degree the user
+   * names is still enumerated, and refused with the reason, plan_predict) */
+  plan_filter narrowed = *f;
+  if (job->composer) {
+    if (narrowed.tp < 0) narrowed.tp = 1;
+    if (narrowed.pp < 0) narrowed.pp = 1;
+    if (narrowed.cp < 0) narrowed.cp = 1;
+    f = &narrowed;
+  }
   enumerate(&s, f, NULL, 0); /* counting: the total, for progress and the pool's size */
   s.total = s.counted;
   s.workers = ssa_workers((size_t)(s.total < PLAN_SWEEP_BATCH ? s.total : PLAN_SWEEP_BATCH),

@@ -152,6 +152,11 @@ typedef struct plan_job {
    * default: the next unit's all-gather overlaps the current gradient computation), 1
    * BACKWARD_POST (Composer's default: issued after it, so each backward all-gather is exposed) */
   int backward_prefetch_post;
+  /* --framework composer: MosaicML Composer's FSDP as llm-foundry drives it. PyTorch FSDP's
+   * conventions (model.framework MM_FW_FSDP) on data parallelism alone, with whole-block
+   * activation checkpointing (recompute none or full) and BACKWARD_POST unless
+   * --backward-prefetch says otherwise (docs/plan.md "What each framework can run") */
+  int composer;
   int fp8; /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
               against the bf16 peak */
   /* Megatron's --tp-comm-overlap (TransformerEngine's userbuffers; needs sequence
