@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""bench_published.py [STEPSCOPE] [--csv runs.csv] [--only ID_PREFIX] — `stepscope plan` against
-published, measured BF16 (and a few FP8) training runs (issue 31).
+"""bench_published.py [STEPSCOPE] [--csv runs.csv] [--only ID_PREFIX] [--as FROM=TO] —
+`stepscope plan` against published, measured BF16 (and a few FP8) training runs (issue 31).
 
 For every row of runs.csv (the model, the devices, the published layout as far as the source
 gives it, and the measured throughput or MFU, each row citing its source) this runs
 `stepscope plan` once over the free sweep of layouts (every layout of the model on those
-devices and that global batch, --csv) and prints:
+devices and that global batch, --csv; the layouts the row's framework runs: llm-foundry's
+MPT rows are `composer`'s, FSDP on data parallelism alone) and prints:
   - the published MFU and the MFU predicted for the published layout (the best-ranked layout
     of the sweep that agrees with every field the source gives: tp, pp, dp, cp, tp x pp,
     micro-batch, ZeRO stage, recomputation; fields the source leaves out are free);
@@ -20,8 +21,11 @@ share whose published layout is in the planner's undecided group (predicted with
 best: the layouts `stepscope plan` says it cannot order, docs/plan.md "How far the ranking
 goes"), the measure behind that 10 % (how far the planner's errors of two runs of one model,
 device and sequence length differ: median, 75th and 90th percentiles), and per source the
-median and worst |MFU error| and the top-10 count, and the same per model class (dense, 8
-experts, fine-grained experts). Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
+median and worst |MFU error|, the top-10 count and the median number of layouts swept, and the
+same per model class (dense, 8 experts, fine-grained experts). `--as FROM=TO` sweeps the rows
+whose framework is FROM under TO instead (e.g. `--as composer=fsdp`: llm-foundry's rows over
+torch FSDP's layouts, tensor, pipeline and context parallelism included, with the same
+conventions otherwise). Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
 
 Both MFUs are counted the same way, from tokens per second per device and the real model's
 FLOPs per token (6 x the parameters a token multiplies, the LM head included, plus 12 x layers
@@ -155,7 +159,7 @@ def planner_options(stepscope):
     return out.stdout + out.stderr
 
 
-def plan_args(r, helptext):
+def plan_args(r, helptext, framework_as=None):
     heads = r["heads"] or str(int(r["hidden"]) // 128)  # Table 1's image omits heads: d_head 128
     args = ["plan", "--layers", r["layers"], "--hidden", r["hidden"], "--heads", heads,
             "--vocab", r["vocab"], "--seq", r["seq"], "--max-seq", r["seq"],
@@ -164,7 +168,8 @@ def plan_args(r, helptext):
     if r["ffn"]:
         args += ["--ffn", r["ffn"]]
     if "--framework" in helptext:
-        args += ["--framework", r["framework"]]
+        framework = r["framework"]
+        args += ["--framework", (framework_as or {}).get(framework, framework)]
     if "--kv-heads" in helptext and r["kv_heads"]:
         args += ["--kv-heads", r["kv_heads"]]
     if "--mlp" in helptext and r["mlp"]:
@@ -242,12 +247,18 @@ def main():
     stepscope = "build/analyzer/stepscope"
     runs = os.path.join(HERE, "runs.csv")
     only = ""
+    framework_as = {}  # --as FROM=TO
     while argv:
         a = argv.pop(0)
         if a == "--csv":
             runs = argv.pop(0)
         elif a == "--only":
             only = argv.pop(0)
+        elif a == "--as":
+            src, _, dst = (argv.pop(0) if argv else "").partition("=")
+            if not src or not dst:
+                sys.exit("bench_published.py: --as takes FROM=TO, e.g. --as composer=fsdp")
+            framework_as[src] = dst
         elif a in ("-h", "--help"):
             print(__doc__)
             return
@@ -260,17 +271,18 @@ def main():
         sys.exit(f"bench_published.py: no stepscope executable at {stepscope} (build it, or name it)")
     helptext = planner_options(stepscope)
     rows = [r for r in csv.DictReader(open(runs)) if r["id"].startswith(only)]
-    print(f"{len(rows)} published runs ({runs}); planner {stepscope}")
+    print(f"{len(rows)} published runs ({runs}); planner {stepscope}"
+          + "".join(f"; {k} rows swept as {v}" for k, v in framework_as.items()))
     print(f"{'run':<34} {'pub MFU':>7} {'pred':>6} {'err':>7} {'fits':>4} {'rank':>6} {'of':>6} "
           f"{'best+':>6}  published layout as predicted")
     errors, fits, top10, ranked, near = [], 0, 0, 0, 0
-    by_source = {}  # source group -> [|error|, in the top 10] per run
-    per_run = []  # (|error|, in the top 10) per run, in the rows' order
+    by_source = {}  # source group -> [(|error|, in the top 10, layouts swept)] per run
+    per_run = []  # (|error|, in the top 10, layouts swept) per run, in the rows' order
     near1, near2, top10_ties = 0, 0, 0
     undecided = 0  # the published layout in the planner's undecided group (docs/plan.md)
     ratios = {}  # (model, device, seq) -> [predicted / published MFU] per run
     for r in rows:
-        proc = subprocess.run([stepscope] + plan_args(r, helptext) + ["--csv", "-"],
+        proc = subprocess.run([stepscope] + plan_args(r, helptext, framework_as) + ["--csv", "-"],
                               capture_output=True, text=True)
         pub = published_mfu(r)
         sweep = list(csv.DictReader(proc.stdout.splitlines())) if proc.returncode == 0 else []
@@ -280,8 +292,8 @@ def main():
             print(f"{r['id']:<34} {100 * pub:6.1f}% {'-':>6} {'-':>7} {'NO':>4} {'-':>6} "
                   f"{len(sweep):>6}  ({why})")
             errors.append(1.0)
-            by_source.setdefault(source_group(r), []).append((1.0, False))
-            per_run.append((1.0, False))
+            by_source.setdefault(source_group(r), []).append((1.0, False, len(sweep)))
+            per_run.append((1.0, False, len(sweep)))
             continue
         rank, row = match
         tokens_per_device = float(row["tokens_per_s"]) / int(r["gpus"])
@@ -292,8 +304,8 @@ def main():
         errors.append(abs(err))
         ranked += 1
         top10 += rank < 10
-        by_source.setdefault(source_group(r), []).append((abs(err), rank < 10))
-        per_run.append((abs(err), rank < 10))
+        by_source.setdefault(source_group(r), []).append((abs(err), rank < 10, len(sweep)))
+        per_run.append((abs(err), rank < 10, len(sweep)))
         best = max((float(x["tokens_per_s"]) for x in sweep if x["fits"] == "1"), default=0.0)
         gap = best / float(row["tokens_per_s"]) - 1 if best > 0 else 0.0
         near += gap <= 0.10
@@ -341,21 +353,26 @@ def main():
         print(f"  error between two runs of one model, device and sequence ({len(pairs)} pairs): "
               f"median {100 * q(0.5):.1f} %, 75th percentile {100 * q(0.75):.1f} %, "
               f"90th {100 * q(0.9):.1f} %  (plan's --undecided-within default: {100 * BAND:.0f} %)")
-    print("  per model class (median |MFU error|, worst, published layout in the top 10):")
+    print("  per model class (median |MFU error|, worst, published layout in the top 10, median "
+          "layouts swept):")
     classes = {}
-    for r, (e, t) in zip(rows, per_run):
-        classes.setdefault(model_class(r), []).append((e, t))
+    for r, run in zip(rows, per_run):
+        classes.setdefault(model_class(r), []).append(run)
     for name in ("dense", "moe, < 64 experts", "moe, fine-grained"):
-        runs_of = classes.get(name)
-        if runs_of:
-            errs = [e for e, _ in runs_of]
-            print(f"    {name:<18} {len(runs_of):>3} runs  {100 * statistics.median(errs):5.1f} %  "
-                  f"{100 * max(errs):5.1f} %  {sum(t for _, t in runs_of):>3}")
-    print("  per source (median |MFU error|, worst, published layout in the top 10):")
+        if classes.get(name):
+            print(f"    {name:<18} {summary_cells(classes[name])}")
+    print("  per source (median |MFU error|, worst, published layout in the top 10, median "
+          "layouts swept):")
     for group, runs_of in sorted(by_source.items()):
-        errs = [e for e, _ in runs_of]
-        print(f"    {group:<12} {len(runs_of):>3} runs  {100 * statistics.median(errs):5.1f} %  "
-              f"{100 * max(errs):5.1f} %  {sum(t for _, t in runs_of):>3}")
+        print(f"    {group:<12} {summary_cells(runs_of)}")
+
+
+def summary_cells(runs_of):
+    """A group's summary row: runs, median and worst |MFU error|, top-10 count, median sweep."""
+    errs = [e for e, _, _ in runs_of]
+    swept = statistics.median(n for _, _, n in runs_of)
+    return (f"{len(runs_of):>3} runs  {100 * statistics.median(errs):5.1f} %  "
+            f"{100 * max(errs):5.1f} %  {sum(t for _, t, _ in runs_of):>3}  {swept:>8.0f}")
 
 
 if __name__ == "__main__":
