@@ -177,6 +177,9 @@ c_step=$("$stepscope" plan "${mpt13[@]}" "${one13[@]}" --framework composer 2>/d
 f_step=$("$stepscope" plan "${mpt13[@]}" "${one13[@]}" --framework fsdp --backward-prefetch post   2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["layouts"][0]["step_time_s"])')
 [ -n "$c_step" ] && [ "$c_step" = "$f_step" ] ||
   no "composer's step $c_step s is not fsdp's with BACKWARD_POST, $f_step s"
+"$stepscope" plan "${mpt13[@]}" --framework composer --top 1 2>&1 |
+  grep -q "^  framework: composer: PyTorch FSDP's conventions on the layouts llm-foundry runs" ||
+  no "composer's header line"
 "$stepscope" plan "${mpt13[@]}" --framework composer --tp 2 > "$dir/ctp.txt" 2>&1
 [ $? -eq 1 ] && grep -q "Composer (llm-foundry) runs FSDP's data parallelism alone" "$dir/ctp.txt" ||
   { cat "$dir/ctp.txt"; no "composer --tp 2: refused with the reason"; }

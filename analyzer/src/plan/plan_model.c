@@ -654,6 +654,10 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "slower than alone (Lee et al. 2025's measured average; docs/plan.md), charged in "
             "the gradient sync\n",
             100 * plan_overlap_slowdown);
+  if (job->composer)
+    fprintf(f, "  framework: composer: PyTorch FSDP's conventions on the layouts llm-foundry runs, "
+               "data parallelism alone with recomputation none or full (--framework fsdp sweeps "
+               "torch's tensor, pipeline and context parallelism too)\n");
   if (job->model.window > 0) {
     const mm_layout *m = &job->model;
     int sliding = 0;
