@@ -315,10 +315,14 @@ static double layers_in_flight(const mm_layout *l, int stage, int layers) {
  *              pipeline schedules of torch.distributed.pipelining (GPipe, 1F1B, interleaved);
  *   deepspeed: ZeRO-0 to 3, but with pipeline parallelism only ZeRO-0/1 (PipelineEngine asserts
  *              "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and one schedule,
- *              TrainSchedule's 1F1B (deepspeed/runtime/pipe/schedule.py), not interleaved. */
+ *              TrainSchedule's 1F1B (deepspeed/runtime/pipe/schedule.py), not interleaved; no
+ *              ring context parallelism: its sequence parallelism is Ulysses (an all-to-all
+ *              that trades the sequence for the heads, Megatron-DeepSpeed's
+ *              --ds-sequence-parallel-size), which the planner does not model. */
 static int framework_cannot_run(const mm_layout *l, char *err, size_t errlen) {
   const char *why = NULL;
-  int pipelined = l->pp > 1, schedule = 0; /* the refusal is the schedule's, not ZeRO's */
+  int pipelined = l->pp > 1;
+  int schedule = 0, context = 0; /* the refusal is the schedule's or CP's, not ZeRO's */
   if (l->framework == MM_FW_MEGATRON && l->zero >= 2)
     why = "Megatron-LM shards the optimizer (ZeRO-1, its distributed optimizer), not more: "
           "--framework fsdp or deepspeed";
@@ -336,7 +340,11 @@ static int framework_cannot_run(const mm_layout *l, char *err, size_t errlen) {
     why = "a hybrid shard group must divide the DP x CP group and be smaller than it";
   else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->zero >= 2)
     why = "DeepSpeed's pipeline engine runs ZeRO-0/1 only";
-  else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule != MM_SCHED_1F1B) {
+  else if (l->framework == MM_FW_DEEPSPEED && l->cp > 1) {
+    why = "DeepSpeed has no ring context parallelism (its sequence parallelism is Ulysses, an "
+          "all-to-all over the heads, not modelled here): --framework megatron or fsdp";
+    context = 1;
+  } else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule != MM_SCHED_1F1B) {
     why = "DeepSpeed's pipeline engine runs 1F1B (TrainSchedule), not AFAB or the interleaved "
           "schedule";
     schedule = 1;
@@ -344,6 +352,8 @@ static int framework_cannot_run(const mm_layout *l, char *err, size_t errlen) {
   if (!why) return 0;
   if (err && schedule)
     snprintf(err, errlen, "%s (--schedule %s, --pp %d)", why, mm_schedule_name(l->schedule), l->pp);
+  else if (err && context)
+    snprintf(err, errlen, "%s (--cp %d)", why, l->cp);
   else if (err)
     snprintf(err, errlen, "%s (--zero %d, --pp %d)", why, l->zero, l->pp);
   return 1;

@@ -148,6 +148,13 @@ static void what_frameworks_run(void) {
   CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "ZeRO-0/1"));
   l.pp = 1;
   CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) == 0);
+  /* no ring context parallelism under DeepSpeed (its sequence parallelism is Ulysses) */
+  l.cp = 2;
+  l.dp /= 2;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "Ulysses") &&
+        strstr(err, "--cp 2"));
+  l.cp = 1;
+  l.dp *= 2;
   /* hybrid sharding is FSDP's, with ZeRO-2/3, over a group dividing DP x CP */
   l.shard_group = 2;
   CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "hybrid sharding"));
