@@ -348,10 +348,10 @@ static const cli_option plan_options[] = {
         "[both: --tp, and 1 where tp > 1 with SP]"),
     INT("--shard-group", "N", f.shard_group, 0, 1 << 20,
         "--framework fsdp or composer, --zero 2/3: hybrid sharding\n"
-        "(HYBRID_SHARD,\n"
-        "_HYBRID_SHARD_ZERO2), the states sharded over N ranks of the\n"
-        "DP group, replicated across; 0: over the whole group [both:\n"
-        "0, and the group's members in a node when it spans nodes]"),
+        "(HYBRID_SHARD, _HYBRID_SHARD_ZERO2), the states sharded over\n"
+        "N ranks of the DP group, replicated across; 0: over the\n"
+        "whole group [both: 0, and the group's members in a node\n"
+        "when it spans nodes]"),
     CLI_TEXT_ROW("calibration:\n"),
     STR("--ceilings-from", "RUN", ceilings_from,
         "a framework's GEMM ceiling measured in a real GPU run (a\n"
