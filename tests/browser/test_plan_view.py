@@ -7,7 +7,8 @@ a user would. Checks: the headline names the job and the best layout, the framew
 ceiling (the table's; a measured one, --ceilings-from, named with its run), the model (a
 Qwen3-30B-A3B plan's heads of 128 and experts too, with its caveats: balanced routing, the EP
 ranking and fine-grained experts' compute unvalidated; GPT-OSS's sliding window and a DeepEP
-exchange; a 64K-position plan's long-context caveat; Megatron-Core's recompute modules); the
+exchange, and Megatron-Core's host floor (card, caveat, host column); a 64K-position plan's
+long-context caveat; Megatron-Core's recompute modules); the
 table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
@@ -141,6 +142,11 @@ def main():
         load_plan(d, os.path.abspath(oss), want)
         head = d.find_element("id", "plan-headline").text
         check(want in head and "DeepEP token exchange" in head, "GPT-OSS's window and DeepEP named")
+        # a Megatron plan: the host floor in the framework card, its caveat, a host column
+        check("a layer at least 4.1 ms (8.2 with experts) a micro-batch" in head and
+              "Megatron-Core takes at least" in d.find_element("id", "plan-caveats").text and
+              any(t.text.startswith("host s") for t in d.find_elements("css selector", "#plan-table th")),
+              "Megatron's host floor named, its caveat and the host column shown")
         check("Long sequences" not in d.find_element("id", "plan-caveats").text,
               "no long-context caveat at 4096 positions")
         check("selective recomputes" not in head, "no recompute modules named, none shown")

@@ -452,6 +452,23 @@ grep -q "experts: expert parallelism against its all-to-alls is ranked by the mo
 grep -q "experts: fine-grained (64 or more)" "$dir/q3a.txt" &&
   python3 -c 'import json,sys; sys.exit("fine_grained_expert_compute_unvalidated" not in json.load(open(sys.argv[1]))["assumed"])' \
     "$dir/q3a.json" || no "fine-grained experts' compute named as unvalidated"
+# Megatron-Core's host floor: in the header and JSON (job.layer_host_floor_s, assumed) of a
+# Megatron plan, not of an FSDP one (none measured there); the step's parts still add up
+grep -q "host: Megatron-Core takes at least 4.1 ms for a layer's forward and backward" "$dir/q3a.txt" &&
+  python3 - "$dir/q3a.json" <<'PY' || { cat "$dir/q3a.txt"; no "the host floor named in a Megatron plan"; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["job"]["layer_host_floor_s"] == {"dense": 0.0041, "moe": 0.0082}
+assert "megatron_layer_host_floor" in d["assumed"]
+for l in d["layouts"]:
+    b = l["breakdown_s"]
+    assert abs(sum(b.values()) - l["step_time_s"]) < 1e-8 * l["step_time_s"], l["layout"]["name"]  # 9 digits a part
+PY
+"$stepscope" plan --model qwen3-30b-a3b --framework fsdp --gpus 8 --global-batch 64 --top 1 \
+  --json "$dir/q3f.json" > "$dir/q3f.txt" 2>&1 || no "a Qwen3-30B sweep under FSDP"
+! grep -q "host: Megatron-Core" "$dir/q3f.txt" &&
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit("layer_host_floor_s" in d["job"] or "megatron_layer_host_floor" in d["assumed"] or any(l["breakdown_s"]["host"] for l in d["layouts"]))' \
+    "$dir/q3f.json" || no "no host floor under FSDP"
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 > "$dir/dense.txt" 2>&1
 ! grep -q "experts:" "$dir/dense.txt" || no "a dense model's header names no experts"
 # 32K positions or more: the attention share is named as unvalidated there (header and JSON);
@@ -470,10 +487,11 @@ grep -q "attention: 32768 positions: published runs on current kernels" "$dir/lo
 # Sliding-window attention (GPT-OSS: 128 positions, every 2nd layer whole): the header says how
 # many layers slide and their share of a causal layer's work (63 of 528 key tiles at 4096), the
 # JSON names the window, and the same layout is faster than with whole-sequence attention by
-# its attention time on the sliding layers; the trainer has no such layers, and
+# its attention time on the sliding layers (micro-batches of 4 sequences, so that each layer's
+# work is above Megatron's host floor either way); the trainer has no such layers, and
 # --full-attention-every alone is refused
 oss="--layers 4 --hidden 2880 --heads 64 --head-dim 64 --kv-heads 8 --vocab 201088 --seq 4096 \
-  --ffn 2880 --mlp swiglu --positions rope --untied --gpus 8 --global-batch 8 --dp 8 --tp 1 \
+  --ffn 2880 --mlp swiglu --positions rope --untied --gpus 8 --global-batch 32 --dp 8 --tp 1 \
   --pp 1 --cp 1 --zero 1 --recompute none --microbatches 1"
 "$stepscope" plan $oss --sliding-window 128 --full-attention-every 2 --json "$dir/swa.json" \
   > "$dir/swa.txt" 2>&1 || { cat "$dir/swa.txt"; no "a sliding-window plan"; }
@@ -486,9 +504,10 @@ swa, full = (json.load(open(p)) for p in sys.argv[1:3])
 assert swa["job"]["sliding_window"] == 128 and swa["job"]["full_attention_every"] == 2
 assert "sliding_window" not in full["job"]
 t_swa, t_full = (d["layouts"][0]["step_time_s"] for d in (swa, full))
-# two of the four layers' attention (forward + backward, 3 x 4 x 4096 x 4096 x 4096 FLOPs at
-# 30 % of 989 TFLOP/s at 2,048 positions, at 4,096 458 / 434 of that) at 0.119 of their time
-att = 3 * 4 * 4096 * 4096 * 4096 / (0.30 * 458 / 434 * 989e12)
+# two of the four layers' attention (forward + backward, 3 x 4 x 4096 x 4096 x 4096 FLOPs a
+# sequence, 4 sequences, at 30 % of 989 TFLOP/s at 2,048 positions, at 4,096 458 / 434 of that)
+# at 0.119 of their time
+att = 4 * 3 * 4 * 4096 * 4096 * 4096 / (0.30 * 458 / 434 * 989e12)
 want = 2 * att * (1 - 63 / 528)
 assert abs((t_full - t_swa) / want - 1) < 1e-6, (t_full - t_swa, want)
 PY

@@ -17,7 +17,9 @@ trap 'rm -rf "$dir"' EXIT
 fail=0
 no() { echo "FAILED: $*"; fail=1; }
 
-job=(--model gpt3-125m --gpus 8 --global-batch 64)
+# a job whose best two layouts differ (gpt3-125m's tie: each of its layers' work is under
+# Megatron's host floor, docs/plan.md "A layer's host floor")
+job=(--model gpt3-350m --gpus 8 --global-batch 64)
 check() { # check JSON TEXT BAND: the ranking recomputed from the layouts
   python3 - "$@" <<'PY'
 import json, re, sys

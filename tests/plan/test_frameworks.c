@@ -667,6 +667,34 @@ static void compute_by_shape(void) {
    * (fp32 gradient, master weight, m, v read; master, m, v and the bf16 copy written) */
   want += mm_framework_stage_params(&r.layout, 0) * 30 / 3.35e12;
   CHECK(fabs(r.compute_s - want) < 1e-9 * want);
+  /* Megatron-Core's host floor (docs/plan.md "A layer's host floor"): each of these layers' work
+   * is far under 4.1 ms, so each takes 4.1 ms and the difference is the breakdown's host; the
+   * compute stays the GPU's work */
+  CHECK(layer < 4.1e-3 && fabs(r.host_s - 4 * (4.1e-3 - layer)) < 1e-12);
+  CHECK(!strcmp(r.binding, "host"));
+  /* recomputed in full, the floor is a third more (the forward issued twice); with experts
+   * 8.2 ms: the head and the optimizer step aside, compute + host is layers x floor */
+  plan_result rf, re;
+  mm_layout lf = l;
+  lf.recompute = MM_RECOMPUTE_FULL;
+  CHECK(plan_predict(&j, &lf, &rf, err, sizeof err) == 0);
+  double head = 99 * 2 * C * 1024 * tokens / (0.62 * peak) + 5 * 6 * 1024 * tokens / 3.35e12;
+  double opt = mm_framework_stage_params(&r.layout, 0) * 30 / 3.35e12;
+  CHECK(fabs(rf.compute_s + rf.host_s - head - opt - 4 * 4.1e-3 * 4 / 3) < 1e-12);
+  plan_job je = j;
+  je.model.experts = 4;
+  je.model.top_k = 2;
+  je.model.moe_every = 1;
+  CHECK(plan_predict(&je, &l, &re, err, sizeof err) == 0);
+  CHECK(fabs(re.compute_s + re.host_s - plan_optimizer_step_s(&je.dev, &re.layout, 0) - head -
+             4 * 8.2e-3) < 1e-12);
+  /* no floor is measured for the other frameworks: FSDP's layers take their GPU work */
+  plan_job jf = j;
+  jf.model.framework = MM_FW_FSDP;
+  mm_layout lfs = l;
+  lfs.framework = MM_FW_FSDP;
+  CHECK(plan_predict(&jf, &lfs, &rf, err, sizeof err) == 0);
+  CHECK(rf.host_s == 0 && !strcmp(rf.binding, "compute"));
   /* ZeRO-1 updates the rank's shard only: a dp-4 layout's optimizer step is a quarter */
   plan_job j4 = j;
   mm_layout l4 = l;

@@ -34,6 +34,7 @@ var SS = window.SS || (window.SS = {});
     { name: 'MFU %', get: function (l) { return l.mfu * 100; }, num: true, digits: 1 },
     { name: 'bubble s', get: function (l) { return l.breakdown_s.bubble; }, num: true, digits: 4 },
     { name: 'exposed comm s', get: function (l) { var b = l.breakdown_s; return b.tp + b.cp + b.pp + b.grad_sync; }, num: true, digits: 4 },
+    { name: 'host s', get: function (l) { return l.breakdown_s.host; }, num: true, digits: 4 },
     { name: 'binding', get: function (l) { return l.binding; } },
     { name: 'order', get: function (l) { return l._group ? '≈ best' : ''; } }
   ];
@@ -69,8 +70,9 @@ var SS = window.SS || (window.SS = {});
    * plan is not read as measured. */
   var CAVEATS = {
     balanced_expert_routing: 'Routing is taken as balanced: a dropless run\'s imbalance is not in these figures (measured: forced balance ran 4 % faster on Mixtral 8x22B, 9-24 % on Qwen3-235B at 128K-16K positions), nor its extra activation memory.',
-    expert_parallel_ranking_unvalidated: 'Expert parallelism against its all-to-alls is ranked by the model alone, and measurements disagree with it: take the EP ranking as a hypothesis to measure.',
-    fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): in most published Megatron-Core runs of such models a MoE layer\'s work besides attention took 1.5-2.2x the predicted time, most where a rank\'s work a kernel was small (GEMMs or host launches: not yet measured), so these step times are likely optimistic.',
+    expert_parallel_ranking_unvalidated: 'Expert parallelism against its all-to-alls is ranked by the model alone: the one 128-expert job measured at two layouts is ordered as measured only since Megatron-Core\'s host floor is charged, so take the EP ranking as a hypothesis to measure.',
+    fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): published runs of such models are predicted less well than dense ones, and fp8 did not speed up the one such job measured in both precisions; under a framework charged no host floor, a MoE layer\'s work took 1.5-2.2x the time predicted without one, so these step times are likely optimistic.',
+    megatron_layer_host_floor: 'Megatron-Core takes at least a few milliseconds for a layer\'s forward and backward of one micro-batch, however little its GPU work (the least its own tests on DGX H100 measured; the floor is in the job above): a layout\'s time under that floor is its breakdown\'s host.',
     long_context_attention_rate_unvalidated: 'Long sequences (32K positions or more): published runs on current kernels (Megatron-Core with TransformerEngine, Llama 3) ran faster than the attention share predicts, by up to 2x at 128K, so these step times are likely pessimistic; a trace of your attention kernel (--ceilings-from) measures its rate.'
   };
 
@@ -90,6 +92,9 @@ var SS = window.SS || (window.SS = {});
     if (job.grad_reduce_bytes === 2) parts.push('16-bit gradient reduction');
     if (job.precision === 'fp8') parts.push('fp8 GEMMs'); /* at the fp8 peak, MFU against bf16's */
     if (job.ep_dispatcher === 'deepep') parts.push('DeepEP token exchange');
+    if (job.layer_host_floor_s) /* docs/plan.md "A layer's host floor" */
+      parts.push('a layer at least ' + (1e3 * job.layer_host_floor_s.dense).toFixed(1) + ' ms (' +
+        (1e3 * job.layer_host_floor_s.moe).toFixed(1) + ' with experts) a micro-batch');
     if (job.recompute_modules) parts.push('selective recomputes ' + job.recompute_modules.join(', '));
     if (job.overlap_slowdown) /* docs/plan.md "Frameworks: communication" */
       parts.push('compute ' + (100 * job.overlap_slowdown).toFixed(1) +
