@@ -744,8 +744,8 @@ static void print_assumptions(FILE *f, const plan_job *job) {
       fprintf(f, "  experts: fine-grained (64 or more): published Megatron-Core runs of "
                  "128-expert models are predicted less well than dense ones; fp8 did not speed "
                  "up the one such job measured in both precisions (bench/plan/published), so "
-                 "take a speedup predicted here from fp8, or from less work a rank below the "
-                 "host floor, as a hypothesis to measure\n");
+                 "take a speedup predicted here from fp8, or from more tokens a rank lifting "
+                 "its layers off the host floor, as a hypothesis to measure\n");
     else if (fine_grained_experts(&job->model))
       fprintf(f, "  experts: fine-grained (64 or more): in most published Megatron-Core runs of "
                  "128-expert models a MoE layer's work besides attention took 1.5-2.2x the time "
