@@ -218,9 +218,10 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * running ahead of the GPU. Measured, not modelled: Megatron-LM's functional tests on DGX
  * H100 (golden values of iteration-time, dev branch 9c5258f109, August 2026) train models of
  * hidden size 512 whose GPU work is a small fraction of a millisecond a layer; their step
- * divided by the layers and micro-batches a rank runs is 4.1-11 ms for dense layers and
- * 8.2-17 ms for MoE layers, the least of each taken here (tests with 48 layer micro-batches a
- * rank, so the step's fixed costs weigh least; docs/plan.md "A layer's host floor"). A layer
+ * divided by the layers and micro-batches a rank runs is at least 4.1 ms (median 7.0, 55 tests)
+ * for dense layers and at least 8.2 ms (median 12.0, 22 tests) for MoE layers, the least of each
+ * taken here (tests with 48 layer micro-batches a rank, so the step's fixed costs weigh least;
+ * docs/plan.md "A layer's host floor"; bench/plan/published/megatron_ci_floor.py). A layer
  * recomputed in full issues its forward twice. Other frameworks: not measured, no floor. */
 #define MEGATRON_DENSE_LAYER_FLOOR_S 4.1e-3
 #define MEGATRON_MOE_LAYER_FLOOR_S   8.2e-3
