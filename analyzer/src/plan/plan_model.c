@@ -496,19 +496,17 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   int by_shape = computes_by_shape(job);
   int fullest = mm_fullest_stage(&l);
   for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
-    double t = 0, host = 0;
-    if (s == 1 && fullest > 1) /* and, with uneven stages, the first holding the most blocks */
-      t = by_shape ? stage_time_by_shape(&job->dev, &l, fullest, &host)
-                   : stage_work(job, &l, fullest) / rate;
-    if (t > t_mb) {
-      t_mb = t;
-      host_mb = host;
-    }
-    host = 0;
-    t = by_shape ? stage_time_by_shape(&job->dev, &l, s, &host) : stage_work(job, &l, s) / rate;
-    if (t > t_mb) {
-      t_mb = t;
-      host_mb = host;
+    /* and, with uneven stages, the first holding the most blocks (before stage 1) */
+    int stage[2] = {s == 1 && fullest > 1 ? fullest : -1, s};
+    for (int k = 0; k < 2; k++) {
+      if (stage[k] < 0) continue;
+      double host = 0;
+      double t = by_shape ? stage_time_by_shape(&job->dev, &l, stage[k], &host)
+                          : stage_work(job, &l, stage[k]) / rate;
+      if (t > t_mb) {
+        t_mb = t;
+        host_mb = host;
+      }
     }
   }
   int M = l.microbatches;
