@@ -155,6 +155,7 @@ typedef struct plan_args {
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
   const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
   const char *backward_prefetch, *ceilings_from, *ep_dispatcher, *recompute_modules;
+  const char *attention_rate;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied, head_dim, moe_ffn;
   int experts, top_k, moe_every, window, full_attention_every;
   int top, threads, cores, nics_per_node;
@@ -321,6 +322,14 @@ static const cli_option plan_options[] = {
         "HybridEP: a token once to each rank it goes to, across\n"
         "nodes once to each node, forwarded over NVLink there)\n"
         "[alltoall]"),
+    STR("--attention-rate", "share|cudnn", attention_rate,
+        "a framework's fused attention: the device table's share\n"
+        "of peak, grown with the length as FlashAttention's rate\n"
+        "(fit on published runs at 2K-8K), or cudnn: cuDNN's own\n"
+        "rate measured by length (TransformerEngine's attention;\n"
+        "--framework megatron on h100-sxm or h200, heads of 128),\n"
+        "which follows long-context runs better and short ones\n"
+        "worse (docs/plan.md) [share]"),
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
@@ -792,6 +801,28 @@ static int build_job(plan_args *p) {
       return 2;
     }
     job->ep_dedup = deepep;
+  }
+  if (p->attention_rate) {
+    int share = !strcmp(p->attention_rate, "share"), cudnn = !strcmp(p->attention_rate, "cudnn");
+    if (!share && !cudnn) {
+      cli_print(stderr, "stepscope plan: --attention-rate takes share or cudnn\n");
+      return 2;
+    }
+    if (cudnn && (job->model.framework != MM_FW_MEGATRON || !job->dev.cudnn_attention ||
+                  plan_fused_attention_rate(&job->dev, &job->model) <= 0)) {
+      cli_print(stderr,
+                "stepscope plan: --attention-rate cudnn: cuDNN's rate was measured for "
+                "TransformerEngine's attention (--framework megatron) on h100-sxm or h200 with "
+                "heads of 128; this plan is %s on %s with heads of %g\n",
+                p->framework                             ? p->framework
+                : job->model.framework == MM_FW_MEGATRON ? "megatron"
+                                                         : "the stepscope trainer",
+                job->dev.name,
+                job->model.head_dim > 0 ? (double)job->model.head_dim
+                                        : (double)job->model.hidden / job->model.heads);
+      return 2;
+    }
+    job->attention_cudnn = cudnn;
   }
   if (job->tp_comm_overlap && job->model.framework != MM_FW_MEGATRON) {
     cli_print(stderr, "stepscope plan: --tp-comm-overlap is Megatron-LM's: give --framework "

@@ -8,7 +8,8 @@ ceiling (the table's; a measured one, --ceilings-from, named with its run), the 
 Qwen3-30B-A3B plan's heads of 128 and experts too, with its caveats: balanced routing, the EP
 ranking and fine-grained experts' compute unvalidated; GPT-OSS's sliding window and a DeepEP
 exchange, and Megatron-Core's host floor (card, caveat, host column); a 64K-position plan's
-long-context caveat; Megatron-Core's recompute modules); the
+long-context caveat, and at cuDNN's measured attention rate (--attention-rate cudnn) its
+attention card and caveat instead; Megatron-Core's recompute modules); the
 table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
@@ -161,6 +162,20 @@ def main():
         check("seq 65536" in head, "the 64K plan loaded")
         check("Long sequences (32K positions or more)" in d.find_element("id", "plan-caveats").text,
               "a 64K plan's caveat on the attention share shown")
+        # the same plan at cuDNN's measured rate (--attention-rate cudnn): the attention card says
+        # so, its caveat replaces the share's
+        cudnn = os.path.join(work, "cudnn.json")
+        subprocess.run([exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",
+                        "--gpus", "64", "--global-batch", "64", "--dp", "8", "--tp", "8", "--pp", "1",
+                        "--cp", "1", "--zero", "1", "--recompute", "full", "--microbatches", "8",
+                        "--attention-rate", "cudnn", "--json", cudnn], check=True,
+                       stdout=subprocess.DEVNULL)
+        load_plan(d, os.path.abspath(cudnn), "cuDNN")
+        head = d.find_element("id", "plan-headline").text
+        caveats = d.find_element("id", "plan-caveats").text
+        check("cuDNN's measured rate by length (TransformerEngine's fused attention on Hopper, heads "
+              "of 128)" in head and "Attention at cuDNN's measured rate" in caveats and
+              "Long sequences" not in caveats, "a cuDNN-rate plan's attention card and caveat")
         # Megatron-Core's recompute modules in the framework card
         rcm = os.path.join(work, "rcm.json")
         subprocess.run([exe, "plan", "--model", "qwen3-30b-a3b", "--gpus", "8", "--global-batch", "64",

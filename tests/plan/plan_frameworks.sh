@@ -484,6 +484,46 @@ grep -q "attention: 32768 positions: published runs on current kernels" "$dir/lo
   python3 -c 'import json,sys; sys.exit("long_context_attention_rate_unvalidated" in json.load(open(sys.argv[1]))["assumed"])' \
     "$dir/mid.json" || no "16K positions carry no long-context caveat"
 
+# --attention-rate cudnn (Megatron-Core on Hopper, heads of 128): the header names cuDNN's rate
+# and says how published runs came out with it, the JSON assumes it, the 32K caveat on the share
+# is not printed then (it points to the option otherwise), and the same layout runs faster
+# than with the share at 32K positions (cuDNN's rate is above the share at every length)
+one32k="--model llama3-8b --seq 32768 --max-seq 32768 --gpus 64 --global-batch 64 --dp 8 --tp 8 \
+  --pp 1 --cp 1 --zero 1 --recompute full --microbatches 8"
+grep -q "attention: 32768 positions: .*--attention-rate cudnn charges cuDNN's measured one" \
+  "$dir/long.txt" || no "the long-context caveat points to --attention-rate cudnn"
+# shellcheck disable=SC2086
+"$stepscope" plan $one32k --attention-rate cudnn --json "$dir/cudnn.json" > "$dir/cudnn.txt" 2>&1 ||
+  no "a plan with --attention-rate cudnn"
+grep -q "attention at cuDNN's measured rate (TransformerEngine's fused attention on Hopper, heads of 128: 680 TFLOP/s at 2K positions a chunk to 1042 at 32K" "$dir/cudnn.txt" &&
+  grep -q "attention: with cuDNN's measured rate, published Megatron-Core runs on H100 came out faster" "$dir/cudnn.txt" &&
+  ! grep -q "attention: 32768 positions" "$dir/cudnn.txt" &&
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; sys.exit("megatron_cudnn_attention_rate" not in a or "long_context_attention_rate_unvalidated" in a)' \
+    "$dir/cudnn.json" || { cat "$dir/cudnn.txt"; no "cuDNN's rate named in the header and the JSON"; }
+# shellcheck disable=SC2086
+"$stepscope" plan $one32k --json "$dir/share32k.json" > /dev/null 2>&1 || no "the share's plan"
+python3 - "$dir/share32k.json" "$dir/cudnn.json" <<'PY' || no "cuDNN's rate faster than the share at 32K"
+import json, sys
+share, cudnn = (json.load(open(f)) for f in sys.argv[1:3])
+assert "megatron_cudnn_attention_rate" not in share["assumed"], share["assumed"]
+s, c = share["layouts"][0]["breakdown_s"]["compute"], cudnn["layouts"][0]["breakdown_s"]["compute"]
+assert c < s, (c, s)
+PY
+"$stepscope" plan --model llama3-8b --seq 32768 --max-seq 32768 --gpus 64 --global-batch 64 \
+  --framework fsdp --top 1 > "$dir/fsdp32k.txt" 2>&1 || no "an fsdp 32K sweep"
+grep -q "attention: 32768 positions" "$dir/fsdp32k.txt" &&
+  ! grep -q "attention-rate cudnn" "$dir/fsdp32k.txt" || no "FSDP's long-context caveat offers no cuDNN rate"
+for bad in "--framework fsdp" "--model gpt2-124m" "--device a100-80g" "--attention-rate-typo"; do
+  case "$bad" in
+    --model*) args="$bad --attention-rate cudnn" ;;
+    --attention-rate-typo) args="--model llama3-8b --attention-rate fast" ;;
+    *) args="--model llama3-8b $bad --attention-rate cudnn" ;;
+  esac
+  # shellcheck disable=SC2086
+  "$stepscope" plan $args --gpus 8 --global-batch 8 > "$dir/bad.txt" 2>&1
+  [ $? -eq 2 ] && grep -q "attention-rate" "$dir/bad.txt" || no "--attention-rate refused: $args"
+done
+
 # Sliding-window attention (GPT-OSS: 128 positions, every 2nd layer whole): the header says how
 # many layers slide and their share of a causal layer's work (63 of 528 key tiles at 4096), the
 # JSON names the window, and the same layout is faster than with whole-sequence attention by

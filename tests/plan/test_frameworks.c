@@ -884,6 +884,82 @@ static void attention_lengths(void) {
   CHECK(fabs(390.0 + 44.0 * (log2(1536) - 10) - 415.74) < 0.01);
 }
 
+/* cuDNN's measured attention rate (plan_shape_costs.c; --attention-rate cudnn): cudnn-frontend's
+ * forward and backward TFLOP/s on the pairs a causal kernel computes, the backward counted 2.5
+ * forwards, turned into the planner's count (every pair, the backward two forwards): one
+ * forward and backward, 3 F, take F / 2 / forward + 2.5 F / 2 / backward. */
+static double cudnn_at(double forward, double backward) {
+  return 3e12 / (0.5 / forward + 1.25 / backward);
+}
+
+static void cudnn_attention_rates(void) {
+  const plan_device *h100 = plan_device_find("h100-sxm");
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.heads = 2; /* heads of 128 */
+  l.seq = 4096;
+  CHECK(fabs(plan_fused_attention_rate(h100, &l) - cudnn_at(591, 474)) < 1e-3);
+  CHECK(fabs(cudnn_at(591, 474) / 1e12 - 861.3) < 0.1); /* docs/plan.md's figure */
+  l.seq = 8192, l.cp = 2;                               /* the ring's chunk: 4096 */
+  CHECK(fabs(plan_fused_attention_rate(h100, &l) - cudnn_at(591, 474)) < 1e-3);
+  l.seq = 6144, l.cp = 1; /* between 4K and 8K, in log2 of the length */
+  double x = log2(6144.0) - 12;
+  CHECK(fabs(plan_fused_attention_rate(h100, &l) -
+             (cudnn_at(591, 474) + (cudnn_at(644, 541) - cudnn_at(591, 474)) * x)) < 1e-3);
+  l.seq = 131072; /* held at 32K's above it */
+  CHECK(fabs(plan_fused_attention_rate(h100, &l) - cudnn_at(688, 581)) < 1e-3);
+  l.seq = 1024; /* below 2K, FlashAttention-2's curve from the 2K rate */
+  CHECK(fabs(plan_fused_attention_rate(h100, &l) - cudnn_at(484, 370) * 390 / 434) < 1e-3);
+  CHECK(plan_fused_attention_rate(plan_device_find("h200"), &l) > 0);
+  /* measured nowhere else: another framework, another device, other heads */
+  mm_layout f = l;
+  f.framework = MM_FW_FSDP;
+  CHECK(plan_fused_attention_rate(h100, &f) == 0);
+  CHECK(plan_fused_attention_rate(plan_device_find("a100-80g"), &l) == 0);
+  f = l;
+  f.heads = 4; /* heads of 64 */
+  CHECK(plan_fused_attention_rate(h100, &f) == 0);
+  f.heads = 8, f.head_dim = 128; /* heads x head_dim wider than the model */
+  CHECK(plan_fused_attention_rate(h100, &f) > 0);
+
+  /* a prediction charges exactly that rate: the same as the share set to it (with the length
+   * taken as the plan's: attention_length 0), and only when asked (job.attention_cudnn) */
+  plan_job j;
+  memset(&j, 0, sizeof j);
+  j.model = model(MM_FW_MEGATRON);
+  j.model.heads = 2;
+  j.gpus = 1;
+  j.gpus_per_node = 8;
+  j.global_batch = 2;
+  j.dev = *h100;
+  j.overlap = 1;
+  j.attention_cudnn = 1;
+  mm_layout one = j.model;
+  one.dp = one.tp = one.pp = 1;
+  one.sp = 0;
+  one.zero = 0;
+  one.microbatches = 1;
+  plan_result rk, rs, rd;
+  char err[200];
+  CHECK(plan_predict(&j, &one, &rk, err, sizeof err) == 0);
+  plan_job js = j;
+  js.attention_cudnn = 0;
+  js.dev.attention_length = 0;
+  js.dev.attention_efficiency = plan_fused_attention_rate(h100, &one) / h100->peak_flops;
+  CHECK(plan_predict(&js, &one, &rs, err, sizeof err) == 0);
+  CHECK(fabs(rk.compute_s - rs.compute_s) < 1e-12 * rs.compute_s);
+  plan_job jd = j; /* not asked: the table's share, slower than cuDNN's rate */
+  jd.attention_cudnn = 0;
+  CHECK(plan_predict(&jd, &one, &rd, err, sizeof err) == 0);
+  CHECK(rd.compute_s > rk.compute_s);
+  jd = js; /* a measured rate (--ceilings-from: attention_length 0) wins over the request */
+  jd.attention_cudnn = 1;
+  jd.dev.attention_efficiency = 0.2;
+  js.dev.attention_efficiency = 0.2;
+  CHECK(plan_predict(&jd, &one, &rk, err, sizeof err) == 0);
+  CHECK(plan_predict(&js, &one, &rs, err, sizeof err) == 0);
+  CHECK(rk.compute_s == rs.compute_s);
+}
+
 /* The GEMM outputs --ceilings-from reads for their quantization (plan_ceilings.c): linear x[4,
  * 1000, 1024] w[3000, 1024] is 4000 x 3000; addmm's operands follow its bias; bmm keeps its
  * batch; the trainer's matmul_forward is a linear; a non-GEMM has none. */
@@ -913,6 +989,7 @@ int main(void) {
   gemm_roofline();
   sliding_window();
   attention_lengths();
+  cudnn_attention_rates();
   recompute_modules();
   compute_by_shape();
   clusters();

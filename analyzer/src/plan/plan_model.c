@@ -31,13 +31,13 @@
 /* clang-format off */
 static const plan_device devices[] = {
     {"h100-sxm", 989e12, 81559.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0,
-     8, 0.62, 0.30, 2048, 3.35e12, 1979e12, 132, 128, 256, 1e-6},
+     8, 0.62, 0.30, 2048, 3.35e12, 1979e12, 132, 128, 256, 1e-6, 1},
     {"h200", 989e12, 143771.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0,
-     8, 0.62, 0.30, 2048, 4.8e12, 1979e12, 132, 128, 256, 1e-6},
+     8, 0.62, 0.30, 2048, 4.8e12, 1979e12, 132, 128, 256, 1e-6, 1},
     {"a100-80g", 312e12, 81920.0 * (1u << 20), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0,
-     8, 0.80, 0.45, 2048, 2.04e12, 0, 108, 128, 256, 2e-6},
+     8, 0.80, 0.45, 2048, 2.04e12, 0, 108, 128, 256, 2e-6, 0},
     {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 /* clang-format on */
 
@@ -135,13 +135,29 @@ static int computes_by_shape(const plan_job *job) {
          job->dev.gemm_efficiency > 0;
 }
 
+/* Whether the plan's attention runs at cuDNN's measured rate rather than the device's share:
+ * --attention-rate cudnn, where it was measured (plan_fused_attention_rate: Megatron-Core on
+ * Hopper with heads of 128), and the run's own rate was not (--ceilings-from). */
+static int kernel_attention_applies(const plan_job *job) {
+  return computes_by_shape(job) && job->attention_cudnn && job->dev.attention_length > 0 &&
+         plan_fused_attention_rate(&job->dev, &job->model) > 0;
+}
+
+/* Whether --attention-rate cudnn could apply to this plan (said beside the long-context
+ * caveat). */
+static int cudnn_attention_available(const plan_job *job) {
+  return computes_by_shape(job) && job->dev.attention_length > 0 &&
+         plan_fused_attention_rate(&job->dev, &job->model) > 0;
+}
+
 /* Whether the plan's attention share is the device table's at 32K positions or more, where the
  * published runs disagree with it (bench/plan/published/README.md, "Long sequences"): the share
  * was set on runs of 512 to 8K positions, and at 32K-128K runs on current kernels (Megatron-Core
  * with TransformerEngine, Llama 3's framework) went faster than predicted, MPT's 2023 kernel as
  * predicted. */
 static int long_context_unvalidated(const plan_job *job) {
-  return computes_by_shape(job) && job->dev.attention_length > 0 && job->model.seq >= 32768;
+  return computes_by_shape(job) && job->dev.attention_length > 0 && job->model.seq >= 32768 &&
+         !kernel_attention_applies(job);
 }
 
 /* The GEMMs' rate under compute by shape: the precision's dense peak at the GEMM ceiling. */
@@ -248,14 +264,17 @@ static int host_floor_applies(const plan_job *job) {
  * element-wise work as h, so small hidden sizes reach a smaller share of peak. A layer whose
  * work takes less than its framework's host floor (layer_host_floor_s) takes the floor;
  * what the floor adds is returned in *host too (the breakdown's host). */
-static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage,
+static double stage_time_by_shape(const plan_job *job, const mm_layout *l, int stage,
                                   double *host) {
+  const plan_device *dev = &job->dev;
   double tokens = (double)l->micro_batch * l->seq / l->cp;
   double gemm_rate = gemm_rate_of(dev, l->fp8);
   /* the attention kernel's rate grows with the length it runs on (context parallelism's ring
    * runs it on chunks): the device's share holds at its attention_length */
   double att_rate = dev->peak_flops * dev->attention_efficiency *
                     plan_attention_length_factor(l, dev->attention_length);
+  /* --attention-rate cudnn: cuDNN's measured rate instead (kernel_attention_applies) */
+  if (kernel_attention_applies(job)) att_rate = plan_fused_attention_rate(dev, l);
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL, again = mm_recomputes(l, MM_RC_CORE_ATTN);
   double traffic = full ? 6.0 : 5.0, t = 0;
@@ -501,7 +520,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     for (int k = 0; k < 2; k++) {
       if (stage[k] < 0) continue;
       double host = 0;
-      double t = by_shape ? stage_time_by_shape(&job->dev, &l, stage[k], &host)
+      double t = by_shape ? stage_time_by_shape(job, &l, stage[k], &host)
                           : stage_work(job, &l, stage[k]) / rate;
       if (t > t_mb) {
         t_mb = t;
@@ -638,21 +657,34 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   const plan_device *d = &job->dev;
   const plan_measured_gemm *g = &job->gemm_measured;
   const plan_measured_attention *a = &job->attention_measured;
-  char at_length[96] = "";
-  if (d->attention_length > 0)
-    snprintf(at_length, sizeof at_length,
-             " at %.0f positions, scaled by the kernel's rate at the length it runs on",
-             d->attention_length);
+  char attention[256];
+  if (kernel_attention_applies(job)) { /* the kernel's own rate, at the chunk lengths it has */
+    mm_layout at2k = job->model, at32k = job->model;
+    at2k.seq = 2048, at32k.seq = 32768;
+    at2k.cp = at32k.cp = 1;
+    snprintf(attention, sizeof attention,
+             "attention at cuDNN's measured rate (TransformerEngine's fused attention on Hopper, "
+             "heads of 128: %.0f TFLOP/s at 2K positions a chunk to %.0f at 32K, every "
+             "query-key pair counted)",
+             plan_fused_attention_rate(d, &at2k) / 1e12,
+             plan_fused_attention_rate(d, &at32k) / 1e12);
+  } else {
+    char at_length[96] = "";
+    if (d->attention_length > 0)
+      snprintf(at_length, sizeof at_length,
+               " at %.0f positions, scaled by the kernel's rate at the length it runs on",
+               d->attention_length);
+    snprintf(attention, sizeof attention, "attention at %.*f %%%s of the %.3g FLOP/s peak%s",
+             a->measured ? 1 : 0, 100 * d->attention_efficiency,
+             a->measured ? " (measured, below)" : "", d->peak_flops, at_length);
+  }
   if (computes_by_shape(job))
     fprintf(f,
             "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s of the %s%.3g FLOP/s peak "
-            "and attention at %.*f %%%s of the %.3g FLOP/s peak%s, element-wise work at %.3g "
-            "TB/s (docs/plan.md)\n",
+            "and %s, element-wise work at %.3g TB/s (docs/plan.md)\n",
             g->source ? "measured and assumed" : "assumed", g->source ? 1 : 0,
             100 * d->gemm_efficiency, g->source ? " (measured, below)" : "", job->fp8 ? "fp8 " : "",
-            job->fp8 ? d->fp8_peak_flops : d->peak_flops, a->measured ? 1 : 0,
-            100 * d->attention_efficiency, a->measured ? " (measured, below)" : "", d->peak_flops,
-            at_length, d->hbm_bw / 1e12);
+            job->fp8 ? d->fp8_peak_flops : d->peak_flops, attention, d->hbm_bw / 1e12);
   else
     fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak (docs/plan.md)\n",
             100 * d->efficiency, d->peak_flops);
@@ -732,8 +764,16 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "  attention: %d positions: published runs on current kernels (Megatron-Core with "
             "TransformerEngine, Llama 3) at 32K or more ran faster than this share predicts, "
             "by up to 2x at 128K (bench/plan/published), so long-context step times are likely "
-            "pessimistic; --ceilings-from a trace of your kernel measures its rate\n",
-            job->model.seq);
+            "pessimistic; --ceilings-from a trace of your kernel measures its rate%s\n",
+            job->model.seq,
+            cudnn_attention_available(job) ? ", --attention-rate cudnn charges cuDNN's measured one"
+                                           : "");
+  if (kernel_attention_applies(job))
+    fprintf(f, "  attention: with cuDNN's measured rate, published Megatron-Core runs on H100 "
+               "came out faster than measured: one MoE job by 17-19 %% at every length from 16K "
+               "to 128K positions (the share: 24-55 %% slower), dense runs at 4K-8K by 1-27 %% "
+               "(median 7 %%; the share fits them within 8 %%); those steps spend time this model "
+               "does not name, so take these step times as optimistic (bench/plan/published)\n");
   if (job->model.experts > 0) { /* what the published figures here do not settle (docs/plan.md) */
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance is not in these "
                "figures (measured: forced balance ran 4 %% faster on Mixtral 8x22B, 9-24 %% on "
@@ -960,9 +1000,10 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
     ssa_out_printf(
         o,
         "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
-        "\"runtime_baseline\",\"host_overhead\"%s%s%s%s%s],",
+        "\"runtime_baseline\",\"host_overhead\"%s%s%s%s%s%s],",
         job->model.framework != MM_FW_STEPSCOPE ? ",\"overlap_slowdown\"" : "",
         host_floor_applies(job) ? ",\"megatron_layer_host_floor\"" : "",
+        kernel_attention_applies(job) ? ",\"megatron_cudnn_attention_rate\"" : "",
         job->model.experts > 0
             ? ",\"balanced_expert_routing\",\"expert_parallel_ranking_unvalidated\""
             : "",

@@ -24,6 +24,9 @@
  *     share holds at 2,048 positions (the length most of the published runs it was set on
  *     trained at); the rate is scaled by rate(seq / cp) / rate(2048). A share measured in a run
  *     (--ceilings-from) is taken at the planned length: rate(seq / cp) / rate(seq);
+ *   - cuDNN's measured attention rate by length, on request (--attention-rate cudnn): where
+ *     TransformerEngine's fused attention (cuDNN's on Hopper) was measured, its own rate instead
+ *     of the share (plan_fused_attention_rate);
  *   - sliding-window attention: a layer whose queries attend to the last `window` positions
  *     costs the key tiles FlashAttention visits for it, a share of a causal layer's;
  *   - the optimizer step: Adam's update is element-wise, memory-bound work over the parameters
@@ -189,6 +192,50 @@ double plan_sliding_window_share(const mm_layout *l) {
   if (l->window <= 0 || k >= n - 1) return 1.0;
   double causal = n * (n + 1) / 2, sliding = k * (k + 1) / 2 + (n - k) * (k + 1);
   return sliding / causal;
+}
+
+/* TransformerEngine's fused attention on Hopper is cuDNN's: TE has preferred it to
+ * FlashAttention there since 1.6 (May 2024; transformer_engine/pytorch/attention/
+ * dot_product_attention/utils.py: "Disabling FlashAttention to give FusedAttention preference on
+ * Hopper+ for performance reasons"). Its rate, measured by NVIDIA: cudnn-frontend's
+ * benchmark/sdpa_benchmark_training (commit 3929da2), results/h200_919_only_cudnn/
+ * llama3.1_20260227_034703.csv: cuDNN 9.19 on an H200, bf16, causal ("top_left"), 64 query
+ * heads of 128 and 8 K/V heads, batch 1. Its TFLOP/s count the pairs a causal kernel computes
+ * (half of them) and the backward as 2.5 forwards; the planner counts every pair and the
+ * backward as two forwards, so one forward and its backward, 3 F here, take
+ * F / 2 / forward + 2.5 F / 2 / backward there. H100 SXM has the H200's SMs and clocks; the
+ * kernel is bound by its math, not by the H200's faster memory. */
+static const struct {
+  double length, forward_tflops, backward_tflops;
+} cudnn_hopper_causal[] = {
+    {2048, 484, 370}, {4096, 591, 474}, {8192, 644, 541}, {16384, 673, 579}, {32768, 688, 581},
+};
+
+static double cudnn_rate_at(int i) {
+  return 3.0e12 / (0.5 / cudnn_hopper_causal[i].forward_tflops +
+                   1.25 / cudnn_hopper_causal[i].backward_tflops);
+}
+
+double plan_fused_attention_rate(const plan_device *dev, const mm_layout *l) {
+  double head_dim =
+      l->head_dim > 0 ? l->head_dim : (l->heads > 0 ? (double)l->hidden / l->heads : 0);
+  /* only what was measured: Megatron-Core's layouts, a Hopper device, heads of 128 (a head of
+   * 64 runs at about half the rate per FLOP in the same benchmark's GPT-OSS rows, whose sliding
+   * window muddles how much: --attention-rate cudnn refuses them) */
+  if (!dev->cudnn_attention || l->framework != MM_FW_MEGATRON || head_dim != 128) return 0;
+  const int n = (int)(sizeof cudnn_hopper_causal / sizeof cudnn_hopper_causal[0]);
+  double len = (double)l->seq / (l->cp > 0 ? l->cp : 1), x = log2(len > 1 ? len : 1);
+  /* held at 32K above it; below 2K (not measured) FlashAttention's curve from the 2K rate */
+  if (len >= cudnn_hopper_causal[n - 1].length) return cudnn_rate_at(n - 1);
+  if (len <= cudnn_hopper_causal[0].length)
+    return cudnn_rate_at(0) * flash_rate_at(len) / flash_rate_at(2048);
+  for (int i = 1; i < n; i++)
+    if (len <= cudnn_hopper_causal[i].length) {
+      double x0 = log2(cudnn_hopper_causal[i - 1].length), x1 = log2(cudnn_hopper_causal[i].length);
+      return cudnn_rate_at(i - 1) +
+             (cudnn_rate_at(i) - cudnn_rate_at(i - 1)) * (x - x0) / (x1 - x0);
+    }
+  return cudnn_rate_at(n - 1);
 }
 
 double plan_attention_length_factor(const mm_layout *l, double at) {

@@ -60,6 +60,9 @@ typedef struct plan_device {
    * NCCL's src/graph/tuning.cc: 1 us on Intel hosts, 2 us on AMD; 0: NCCL's latency model is
    * not used, the flat latency_s is) */
   double nccl_net_overhead_s;
+  /* 1 where cuDNN's fused attention (TransformerEngine's on Hopper) was measured, so that
+   * --attention-rate cudnn can charge its rate (plan_fused_attention_rate); 0 elsewhere */
+  int cudnn_attention;
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:
@@ -168,6 +171,9 @@ typedef struct plan_job {
    * over NVLink there; 0: NCCL's all-to-all of one copy a (token, expert) pair (Megatron's
    * alltoall dispatcher) */
   int ep_dedup;
+  /* --attention-rate cudnn: attention at cuDNN's measured rate by length where it was measured
+   * (plan_fused_attention_rate) instead of the device's share (docs/plan.md "Compute by shape") */
+  int attention_cudnn;
   /* --ceilings-from RUN: the GEMM ceiling measured there (dev.gemm_efficiency is set from it) */
   plan_measured_gemm gemm_measured;
   plan_measured_attention attention_measured; /* with gemm_measured.source */
@@ -364,6 +370,11 @@ double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int sta
  * parallelism's ring runs it on chunks) over its rate at `at` positions, the length the device's
  * attention share holds at (dev->attention_length; at <= 0: the whole sequence, seq). */
 double plan_attention_length_factor(const mm_layout *l, double at);
+/* cuDNN's fused attention's measured rate, FLOP/s per planner-counted FLOP (every query-key
+ * pair, the backward two forwards) at the length it runs on (seq / cp), where it was measured:
+ * Megatron-Core (TransformerEngine's attention) on Hopper with heads of 128 (plan_shape_costs.c).
+ * 0 elsewhere. Charged only with --attention-rate cudnn (plan_job.attention_cudnn). */
+double plan_fused_attention_rate(const plan_device *dev, const mm_layout *l);
 /* A sliding-window layer's attention work over a causal layer's, in the key tiles
  * FlashAttention visits (<= 1; 1 without a window or one that covers the sequence). */
 double plan_sliding_window_share(const mm_layout *l);
