@@ -135,19 +135,19 @@ static int computes_by_shape(const plan_job *job) {
          job->dev.gemm_efficiency > 0;
 }
 
-/* Whether the plan's attention runs at cuDNN's measured rate rather than the device's share:
- * --attention-rate cudnn, where it was measured (plan_fused_attention_rate: Megatron-Core on
- * Hopper with heads of 128), and the run's own rate was not (--ceilings-from). */
-static int kernel_attention_applies(const plan_job *job) {
-  return computes_by_shape(job) && job->attention_cudnn && job->dev.attention_length > 0 &&
-         plan_fused_attention_rate(&job->dev, &job->model) > 0;
-}
-
-/* Whether --attention-rate cudnn could apply to this plan (said beside the long-context
- * caveat). */
+/* Whether cuDNN's measured attention rate could apply to this plan: where it was measured
+ * (plan_fused_attention_rate: Megatron-Core on Hopper with heads of 128), under compute by shape,
+ * and the run's own rate was not measured (--ceilings-from). Said beside the long-context
+ * caveat. */
 static int cudnn_attention_available(const plan_job *job) {
   return computes_by_shape(job) && job->dev.attention_length > 0 &&
          plan_fused_attention_rate(&job->dev, &job->model) > 0;
+}
+
+/* Whether the plan's attention runs at cuDNN's measured rate rather than the device's share:
+ * asked for (--attention-rate cudnn) where it can apply. */
+static int kernel_attention_applies(const plan_job *job) {
+  return job->attention_cudnn && cudnn_attention_available(job);
 }
 
 /* Whether the plan's attention share is the device table's at 32K positions or more, where the
