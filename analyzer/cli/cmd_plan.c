@@ -322,14 +322,16 @@ static const cli_option plan_options[] = {
         "HybridEP: a token once to each rank it goes to, across\n"
         "nodes once to each node, forwarded over NVLink there)\n"
         "[alltoall]"),
-    STR("--attention-rate", "share|cudnn", attention_rate,
-        "a framework's fused attention: the device table's share\n"
-        "of peak, grown with the length as FlashAttention's rate\n"
-        "(fit on published runs at 2K-8K), or cudnn: cuDNN's own\n"
+    STR("--attention-rate", "split|share|cudnn", attention_rate,
+        "a framework's fused attention: share: the device table's\n"
+        "share of peak, grown with the length as FlashAttention's\n"
+        "rate (fit on published runs at 2K-8K); cudnn: cuDNN's own\n"
         "rate measured by length (TransformerEngine's attention;\n"
-        "--framework megatron on h100-sxm or h200, heads of 128),\n"
-        "which follows long-context runs better and short ones\n"
-        "worse (docs/plan.md) [share]"),
+        "--framework megatron on h100-sxm or h200, heads of 128);\n"
+        "split: cuDNN's rate plus, per token, the time the share\n"
+        "charges beyond it at 2K, which follows published runs\n"
+        "from 4K to 128K best (docs/plan.md) [split where cuDNN's\n"
+        "rate applies, share elsewhere]"),
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
@@ -803,17 +805,19 @@ static int build_job(plan_args *p) {
     job->ep_dedup = deepep;
   }
   if (p->attention_rate) {
-    int share = !strcmp(p->attention_rate, "share"), cudnn = !strcmp(p->attention_rate, "cudnn");
-    if (!share && !cudnn) {
-      cli_print(stderr, "stepscope plan: --attention-rate takes share or cudnn\n");
+    int share = !strcmp(p->attention_rate, "share"), cudnn = !strcmp(p->attention_rate, "cudnn"),
+        split = !strcmp(p->attention_rate, "split");
+    if (!share && !cudnn && !split) {
+      cli_print(stderr, "stepscope plan: --attention-rate takes split, share or cudnn\n");
       return 2;
     }
-    if (cudnn && (job->model.framework != MM_FW_MEGATRON || !job->dev.cudnn_attention ||
-                  plan_fused_attention_rate(&job->dev, &job->model) <= 0)) {
+    if (!share && (job->model.framework != MM_FW_MEGATRON || !job->dev.cudnn_attention ||
+                   plan_fused_attention_rate(&job->dev, &job->model) <= 0)) {
       cli_print(stderr,
-                "stepscope plan: --attention-rate cudnn: cuDNN's rate was measured for "
+                "stepscope plan: --attention-rate %s: cuDNN's rate was measured for "
                 "TransformerEngine's attention (--framework megatron) on h100-sxm or h200 with "
                 "heads of 128; this plan is %s on %s with heads of %g\n",
+                p->attention_rate,
                 p->framework                             ? p->framework
                 : job->model.framework == MM_FW_MEGATRON ? "megatron"
                                                          : "the stepscope trainer",
@@ -822,7 +826,9 @@ static int build_job(plan_args *p) {
                                         : (double)job->model.hidden / job->model.heads);
       return 2;
     }
-    job->attention_cudnn = cudnn;
+    job->attention_rate = share   ? PLAN_ATTENTION_SHARE
+                          : cudnn ? PLAN_ATTENTION_CUDNN
+                                  : PLAN_ATTENTION_SPLIT;
   }
   if (job->tp_comm_overlap && job->model.framework != MM_FW_MEGATRON) {
     cli_print(stderr, "stepscope plan: --tp-comm-overlap is Megatron-LM's: give --framework "

@@ -8,11 +8,10 @@ ceiling (the table's; a measured one, --ceilings-from, named with its run), the 
 Qwen3-30B-A3B plan's heads of 128 and experts too, with its caveats: balanced routing, the EP
 ranking and fine-grained experts' compute unvalidated; GPT-OSS's sliding window and a DeepEP
 exchange, and Megatron-Core's host floor (card, caveat, host column); a 64K-position plan's
-long-context caveat, and at cuDNN's measured attention rate (--attention-rate cudnn) its
-attention card and caveat instead; Megatron-Core's recompute modules); the
-table holds the
-planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
-that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
+long-context caveat under --attention-rate share, and at cuDNN's measured attention rate
+(--attention-rate cudnn, and the default split) its attention card and caveat instead;
+Megatron-Core's recompute modules); the table holds the planner's ranking (row 1 = the JSON's
+first layout); the ranking card and section say how far that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
 and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
 and clicking again smallest first; the memory chart stacks five components for 40 layouts
 with the device's memory as its scale; a file that is not a plan is refused with a message;
@@ -151,31 +150,34 @@ def main():
         check("Long sequences" not in d.find_element("id", "plan-caveats").text,
               "no long-context caveat at 4096 positions")
         check("selective recomputes" not in head, "no recompute modules named, none shown")
-        # a long sequence (64K): the attention share's caveat
+        # a long sequence (64K) with the attention share (--attention-rate share): its caveat
+        long64k = [exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",
+                   "--gpus", "64", "--global-batch", "64", "--dp", "8", "--tp", "8", "--pp", "1",
+                   "--cp", "1", "--zero", "1", "--recompute", "full", "--microbatches", "8"]
         long_ctx = os.path.join(work, "long.json")
-        subprocess.run([exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",
-                        "--gpus", "64", "--global-batch", "64", "--dp", "8", "--tp", "8", "--pp", "1",
-                        "--cp", "1", "--zero", "1", "--recompute", "full", "--microbatches", "8",
-                        "--json", long_ctx], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(long64k + ["--attention-rate", "share", "--json", long_ctx], check=True,
+                       stdout=subprocess.DEVNULL)
         load_plan(d, os.path.abspath(long_ctx), "seq 65536")
         head = d.find_element("id", "plan-headline").text
         check("seq 65536" in head, "the 64K plan loaded")
         check("Long sequences (32K positions or more)" in d.find_element("id", "plan-caveats").text,
               "a 64K plan's caveat on the attention share shown")
-        # the same plan at cuDNN's measured rate (--attention-rate cudnn): the attention card says
-        # so, its caveat replaces the share's
-        cudnn = os.path.join(work, "cudnn.json")
-        subprocess.run([exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",
-                        "--gpus", "64", "--global-batch", "64", "--dp", "8", "--tp", "8", "--pp", "1",
-                        "--cp", "1", "--zero", "1", "--recompute", "full", "--microbatches", "8",
-                        "--attention-rate", "cudnn", "--json", cudnn], check=True,
-                       stdout=subprocess.DEVNULL)
-        load_plan(d, os.path.abspath(cudnn), "cuDNN")
-        head = d.find_element("id", "plan-headline").text
-        caveats = d.find_element("id", "plan-caveats").text
-        check("cuDNN's measured rate by length (TransformerEngine's fused attention on Hopper, heads "
-              "of 128)" in head and "Attention at cuDNN's measured rate" in caveats and
-              "Long sequences" not in caveats, "a cuDNN-rate plan's attention card and caveat")
+        # the same plan at cuDNN's measured rate, alone (--attention-rate cudnn) and split (the
+        # default): the attention card says so, its caveat replaces the share's
+        for rate, card, caveat in (
+                ("cudnn", "heads of 128)", "Attention at cuDNN's measured rate alone"),
+                ("split", "heads of 128) plus, per token, the time beyond it that 30 % of peak "
+                 "charges at 2048 positions", "Attention at cuDNN's measured rate plus, per token")):
+            plan = os.path.join(work, rate + ".json")
+            subprocess.run(long64k + (["--attention-rate", "cudnn"] if rate == "cudnn" else []) +
+                           ["--json", plan], check=True, stdout=subprocess.DEVNULL)
+            load_plan(d, os.path.abspath(plan), "plus, per token" if rate == "split" else "cuDNN")
+            head = d.find_element("id", "plan-headline").text
+            caveats = d.find_element("id", "plan-caveats").text
+            check("cuDNN's measured rate by length (TransformerEngine's fused attention on Hopper, "
+                  + card in head and caveat in caveats and "Long sequences" not in caveats and
+                  (rate == "split") == ("plus, per token" in head),
+                  "a plan's attention card and caveat at cuDNN's rate: " + rate)
         # Megatron-Core's recompute modules in the framework card
         rcm = os.path.join(work, "rcm.json")
         subprocess.run([exe, "plan", "--model", "qwen3-30b-a3b", "--gpus", "8", "--global-batch", "64",

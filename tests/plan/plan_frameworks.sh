@@ -471,57 +471,74 @@ PY
     "$dir/q3f.json" || no "no host floor under FSDP"
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 > "$dir/dense.txt" 2>&1
 ! grep -q "experts:" "$dir/dense.txt" || no "a dense model's header names no experts"
-# 32K positions or more: the attention share is named as unvalidated there (header and JSON);
-# not at 16K, nor with the trainer's own framework
+# 32K positions or more: the attention share is named as unvalidated there (header and JSON),
+# with --attention-rate share where cuDNN's rate applies (pointing to it) and under FSDP (no
+# pointer); not at 16K, nor under the default split (Megatron-Core on Hopper, heads of 128)
 "$stepscope" plan --model llama3-8b --seq 32768 --max-seq 32768 --gpus 64 --global-batch 64 \
-  --top 1 --json "$dir/long.json" > "$dir/long.txt" 2>&1 || no "a 32K sweep"
+  --attention-rate share --top 1 --json "$dir/long.json" > "$dir/long.txt" 2>&1 || no "a 32K sweep"
 grep -q "attention: 32768 positions: published runs on current kernels" "$dir/long.txt" &&
   python3 -c 'import json,sys; sys.exit("long_context_attention_rate_unvalidated" not in json.load(open(sys.argv[1]))["assumed"])' \
     "$dir/long.json" || { cat "$dir/long.txt"; no "the long-context attention share named as unvalidated"; }
+grep -q "attention: 32768 positions: .*without --attention-rate share, cuDNN's measured one is charged" \
+  "$dir/long.txt" || no "the long-context caveat points away from --attention-rate share"
 "$stepscope" plan --model llama3-8b --seq 16384 --max-seq 16384 --gpus 64 --global-batch 64 \
-  --top 1 --json "$dir/mid.json" > "$dir/mid.txt" 2>&1 || no "a 16K sweep"
+  --attention-rate share --top 1 --json "$dir/mid.json" > "$dir/mid.txt" 2>&1 || no "a 16K sweep"
 ! grep -q "attention: 16384 positions" "$dir/mid.txt" &&
   python3 -c 'import json,sys; sys.exit("long_context_attention_rate_unvalidated" in json.load(open(sys.argv[1]))["assumed"])' \
     "$dir/mid.json" || no "16K positions carry no long-context caveat"
 
-# --attention-rate cudnn (Megatron-Core on Hopper, heads of 128): the header names cuDNN's rate
-# and says how published runs came out with it, the JSON assumes it, the 32K caveat on the share
-# is not printed then (it points to the option otherwise), and the same layout runs faster
-# than with the share at 32K positions (cuDNN's rate is above the share at every length)
+# --attention-rate (Megatron-Core on Hopper, heads of 128): split by default, cudnn on request.
+# The header names cuDNN's rate (and, split, the share's rest per token) and says how published
+# runs came out, the JSON assumes it, the 32K caveat on the share is not printed, and at 32K
+# positions the same layout runs fastest with cuDNN's rate alone, then split, then the share
+# (the rest per token is less than the share's time beyond the kernel at 32K)
 one32k="--model llama3-8b --seq 32768 --max-seq 32768 --gpus 64 --global-batch 64 --dp 8 --tp 8 \
   --pp 1 --cp 1 --zero 1 --recompute full --microbatches 8"
-grep -q "attention: 32768 positions: .*--attention-rate cudnn charges cuDNN's measured one" \
-  "$dir/long.txt" || no "the long-context caveat points to --attention-rate cudnn"
+for rate in split cudnn; do
+  case "$rate" in
+    split) args="" assumed=megatron_cudnn_attention_split \
+      said="attention: so charged, published Megatron-Core runs on H100 came out within" ;;
+    cudnn) args="--attention-rate cudnn" assumed=megatron_cudnn_attention_rate \
+      said="attention: with cuDNN's measured rate alone, published Megatron-Core runs on H100 came out faster" ;;
+  esac
+  # shellcheck disable=SC2086
+  "$stepscope" plan $one32k $args --json "$dir/$rate.json" > "$dir/$rate.txt" 2>&1 ||
+    no "a plan with --attention-rate $rate"
+  grep -q "attention at cuDNN's measured rate (TransformerEngine's fused attention on Hopper, heads of 128: 680 TFLOP/s at 2K positions a chunk to 1042 at 32K" "$dir/$rate.txt" &&
+    grep -q "$said" "$dir/$rate.txt" &&
+    ! grep -q "attention: 32768 positions" "$dir/$rate.txt" &&
+    python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; sys.exit(sys.argv[2] not in a or "long_context_attention_rate_unvalidated" in a)' \
+      "$dir/$rate.json" "$assumed" || { cat "$dir/$rate.txt"; no "$rate: cuDNN's rate named in the header and the JSON"; }
+done
+grep -q "every query-key pair counted) plus, per token, the time beyond it that the 30 % share of peak charges at 2048 positions" \
+  "$dir/split.txt" && ! grep -q "plus, per token" "$dir/cudnn.txt" || no "only the split names the share's rest"
 # shellcheck disable=SC2086
-"$stepscope" plan $one32k --attention-rate cudnn --json "$dir/cudnn.json" > "$dir/cudnn.txt" 2>&1 ||
-  no "a plan with --attention-rate cudnn"
-grep -q "attention at cuDNN's measured rate (TransformerEngine's fused attention on Hopper, heads of 128: 680 TFLOP/s at 2K positions a chunk to 1042 at 32K" "$dir/cudnn.txt" &&
-  grep -q "attention: with cuDNN's measured rate, published Megatron-Core runs on H100 came out faster" "$dir/cudnn.txt" &&
-  ! grep -q "attention: 32768 positions" "$dir/cudnn.txt" &&
-  python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; sys.exit("megatron_cudnn_attention_rate" not in a or "long_context_attention_rate_unvalidated" in a)' \
-    "$dir/cudnn.json" || { cat "$dir/cudnn.txt"; no "cuDNN's rate named in the header and the JSON"; }
-# shellcheck disable=SC2086
-"$stepscope" plan $one32k --json "$dir/share32k.json" > /dev/null 2>&1 || no "the share's plan"
-python3 - "$dir/share32k.json" "$dir/cudnn.json" <<'PY' || no "cuDNN's rate faster than the share at 32K"
+"$stepscope" plan $one32k --attention-rate share --json "$dir/share32k.json" > /dev/null 2>&1 ||
+  no "the share's plan"
+python3 - "$dir/share32k.json" "$dir/split.json" "$dir/cudnn.json" <<'PY' || no "at 32K: cuDNN's rate alone < split < the share"
 import json, sys
-share, cudnn = (json.load(open(f)) for f in sys.argv[1:3])
-assert "megatron_cudnn_attention_rate" not in share["assumed"], share["assumed"]
-s, c = share["layouts"][0]["breakdown_s"]["compute"], cudnn["layouts"][0]["breakdown_s"]["compute"]
-assert c < s, (c, s)
+share, split, cudnn = (json.load(open(f)) for f in sys.argv[1:4])
+for d in (share, split, cudnn):
+    assert ("megatron_cudnn_attention_rate" in d["assumed"]) == (d is cudnn), d["assumed"]
+    assert ("megatron_cudnn_attention_split" in d["assumed"]) == (d is split), d["assumed"]
+s, p, c = (d["layouts"][0]["breakdown_s"]["compute"] for d in (share, split, cudnn))
+assert c < p < s, (c, p, s)
 PY
 "$stepscope" plan --model llama3-8b --seq 32768 --max-seq 32768 --gpus 64 --global-batch 64 \
   --framework fsdp --top 1 > "$dir/fsdp32k.txt" 2>&1 || no "an fsdp 32K sweep"
 grep -q "attention: 32768 positions" "$dir/fsdp32k.txt" &&
-  ! grep -q "attention-rate cudnn" "$dir/fsdp32k.txt" || no "FSDP's long-context caveat offers no cuDNN rate"
+  ! grep -q "attention-rate" "$dir/fsdp32k.txt" || no "FSDP's long-context caveat offers no cuDNN rate"
 for bad in "--framework fsdp" "--model gpt2-124m" "--device a100-80g" "--attention-rate-typo"; do
-  case "$bad" in
-    --model*) args="$bad --attention-rate cudnn" ;;
-    --attention-rate-typo) args="--model llama3-8b --attention-rate fast" ;;
-    *) args="--model llama3-8b $bad --attention-rate cudnn" ;;
-  esac
-  # shellcheck disable=SC2086
-  "$stepscope" plan $args --gpus 8 --global-batch 8 > "$dir/bad.txt" 2>&1
-  [ $? -eq 2 ] && grep -q "attention-rate" "$dir/bad.txt" || no "--attention-rate refused: $args"
+  for rate in cudnn split; do
+    case "$bad" in
+      --model*) args="$bad --attention-rate $rate" ;;
+      --attention-rate-typo) args="--model llama3-8b --attention-rate fast" ;;
+      *) args="--model llama3-8b $bad --attention-rate $rate" ;;
+    esac
+    # shellcheck disable=SC2086
+    "$stepscope" plan $args --gpus 8 --global-batch 8 > "$dir/bad.txt" 2>&1
+    [ $? -eq 2 ] && grep -q "attention-rate" "$dir/bad.txt" || no "--attention-rate refused: $args"
+  done
 done
 
 # Sliding-window attention (GPT-OSS: 128 positions, every 2nd layer whole): the header says how

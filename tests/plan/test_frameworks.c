@@ -922,7 +922,7 @@ static void cudnn_attention_rates(void) {
   CHECK(plan_fused_attention_rate(h100, &f) > 0);
 
   /* a prediction charges exactly that rate: the same as the share set to it (with the length
-   * taken as the plan's: attention_length 0), and only when asked (job.attention_cudnn) */
+   * taken as the plan's: attention_length 0), and only when asked (job.attention_rate) */
   plan_job j;
   memset(&j, 0, sizeof j);
   j.model = model(MM_FW_MEGATRON);
@@ -932,7 +932,7 @@ static void cudnn_attention_rates(void) {
   j.global_batch = 2;
   j.dev = *h100;
   j.overlap = 1;
-  j.attention_cudnn = 1;
+  j.attention_rate = PLAN_ATTENTION_CUDNN;
   mm_layout one = j.model;
   one.dp = one.tp = one.pp = 1;
   one.sp = 0;
@@ -942,22 +942,88 @@ static void cudnn_attention_rates(void) {
   char err[200];
   CHECK(plan_predict(&j, &one, &rk, err, sizeof err) == 0);
   plan_job js = j;
-  js.attention_cudnn = 0;
+  js.attention_rate = PLAN_ATTENTION_SHARE;
   js.dev.attention_length = 0;
   js.dev.attention_efficiency = plan_fused_attention_rate(h100, &one) / h100->peak_flops;
   CHECK(plan_predict(&js, &one, &rs, err, sizeof err) == 0);
   CHECK(fabs(rk.compute_s - rs.compute_s) < 1e-12 * rs.compute_s);
-  plan_job jd = j; /* not asked: the table's share, slower than cuDNN's rate */
-  jd.attention_cudnn = 0;
+  plan_job jd = j; /* the share asked for: slower than cuDNN's rate */
+  jd.attention_rate = PLAN_ATTENTION_SHARE;
   CHECK(plan_predict(&jd, &one, &rd, err, sizeof err) == 0);
   CHECK(rd.compute_s > rk.compute_s);
   jd = js; /* a measured rate (--ceilings-from: attention_length 0) wins over the request */
-  jd.attention_cudnn = 1;
+  jd.attention_rate = PLAN_ATTENTION_CUDNN;
   jd.dev.attention_efficiency = 0.2;
   js.dev.attention_efficiency = 0.2;
   CHECK(plan_predict(&jd, &one, &rk, err, sizeof err) == 0);
   CHECK(plan_predict(&js, &one, &rs, err, sizeof err) == 0);
   CHECK(rk.compute_s == rs.compute_s);
+  jd.attention_rate = PLAN_ATTENTION_SPLIT; /* and over the split */
+  CHECK(plan_predict(&jd, &one, &rk, err, sizeof err) == 0);
+  CHECK(rk.compute_s == rs.compute_s);
+}
+
+/* --attention-rate split, the default where cuDNN's rate applies (plan_attention_rest_s): at the
+ * length the device's share holds at (2048 on h100-sxm), the share's time; elsewhere cuDNN's
+ * kernel plus, per token, the share's excess over it there, the same at every length. */
+static void split_attention(void) {
+  const plan_device *h100 = plan_device_find("h100-sxm");
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.heads = 2; /* heads of 128 */
+  l.seq = 2048;
+  double tokens = 4096, share = h100->peak_flops * h100->attention_efficiency;
+  double rest = plan_attention_flops(&l, tokens) * (1 / share - 1 / cudnn_at(484, 370));
+  CHECK(rest > 0 && fabs(plan_attention_rest_s(h100, &l, tokens) - rest) < 1e-12 * rest);
+  l.seq = 32768; /* per token: the length does not change it */
+  CHECK(fabs(plan_attention_rest_s(h100, &l, tokens) - rest) < 1e-12 * rest);
+  l.cp = 4; /* CP's ring runs the kernel 4 times over the rank's tokens */
+  CHECK(fabs(plan_attention_rest_s(h100, &l, tokens) - 4 * rest) < 1e-12 * rest);
+  l.seq = 4 * 2048; /* chunks of 2048: the share's time */
+  CHECK(fabs(plan_attention_flops(&l, tokens) / cudnn_at(484, 370) +
+             plan_attention_rest_s(h100, &l, tokens) - plan_attention_flops(&l, tokens) / share) <
+        1e-9 * plan_attention_flops(&l, tokens) / share);
+  mm_layout f = l; /* none where cuDNN's rate was not measured */
+  f.framework = MM_FW_FSDP;
+  CHECK(plan_attention_rest_s(h100, &f, tokens) == 0);
+  CHECK(plan_attention_rest_s(plan_device_find("a100-80g"), &l, tokens) == 0);
+
+  plan_job j;
+  memset(&j, 0, sizeof j); /* attention_rate 0: the split is the default */
+  CHECK(j.attention_rate == PLAN_ATTENTION_SPLIT);
+  j.model = model(MM_FW_MEGATRON);
+  j.model.heads = 2;
+  j.model.seq = j.model.max_seq = 2048;
+  j.gpus = 1;
+  j.gpus_per_node = 8;
+  j.global_batch = 2;
+  j.dev = *h100;
+  j.overlap = 1;
+  mm_layout one = j.model;
+  one.dp = one.tp = one.pp = 1;
+  one.sp = 0;
+  one.zero = 0;
+  one.microbatches = 1;
+  plan_result split, shared, kernel;
+  char err[200];
+  plan_job js = j, jk = j;
+  js.attention_rate = PLAN_ATTENTION_SHARE;
+  jk.attention_rate = PLAN_ATTENTION_CUDNN;
+  CHECK(plan_predict(&j, &one, &split, err, sizeof err) == 0);
+  CHECK(plan_predict(&js, &one, &shared, err, sizeof err) == 0);
+  CHECK(plan_predict(&jk, &one, &kernel, err, sizeof err) == 0);
+  /* at 2048 the share's time exactly, and slower than the kernel alone */
+  CHECK(fabs(split.compute_s - shared.compute_s) < 1e-9 * shared.compute_s);
+  CHECK(kernel.compute_s < split.compute_s);
+  /* at 16K: the kernel's time plus the rest, 3 passes (forward, backward = 2) a layer */
+  j.model.seq = j.model.max_seq = 16384;
+  js.model = jk.model = j.model;
+  one.seq = one.max_seq = 16384;
+  CHECK(plan_predict(&j, &one, &split, err, sizeof err) == 0);
+  CHECK(plan_predict(&js, &one, &shared, err, sizeof err) == 0);
+  CHECK(plan_predict(&jk, &one, &kernel, err, sizeof err) == 0);
+  double added = 3.0 * j.model.layers * plan_attention_rest_s(h100, &one, 2.0 * 16384);
+  CHECK(fabs(split.compute_s - kernel.compute_s - added) < 1e-9 * split.compute_s);
+  CHECK(split.compute_s < shared.compute_s);
 }
 
 /* The GEMM outputs --ceilings-from reads for their quantization (plan_ceilings.c): linear x[4,
@@ -990,6 +1056,7 @@ int main(void) {
   sliding_window();
   attention_lengths();
   cudnn_attention_rates();
+  split_attention();
   recompute_modules();
   compute_by_shape();
   clusters();

@@ -73,8 +73,9 @@ var SS = window.SS || (window.SS = {});
     expert_parallel_ranking_unvalidated: 'Expert parallelism against its all-to-alls is ranked by the model alone: the one 128-expert job measured at two layouts is ordered as measured only since Megatron-Core\'s host floor is charged, so take the EP ranking as a hypothesis to measure.',
     fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): published runs of such models are predicted less well than dense ones, and fp8 did not speed up the one such job measured in both precisions; under a framework charged no host floor, a MoE layer\'s work took 1.5-2.2x the time predicted without one, so these step times are likely optimistic.',
     megatron_layer_host_floor: 'Megatron-Core takes at least a few milliseconds for a layer\'s forward and backward of one micro-batch, however little its GPU work (the least its own tests on DGX H100 measured; the floor is in the job above): a layout\'s time under that floor is its breakdown\'s host.',
-    megatron_cudnn_attention_rate: 'Attention at cuDNN\'s measured rate (--attention-rate cudnn): with it, published Megatron-Core runs on H100 came out faster than measured, one MoE job by 17-19 % at every length from 16K to 128K positions and dense runs at 4K-8K by 1-27 % (median 7 %), so these step times are likely optimistic.',
-    long_context_attention_rate_unvalidated: 'Long sequences (32K positions or more): published runs on current kernels (Megatron-Core with TransformerEngine, Llama 3) ran faster than the attention share predicts, by up to 2x at 128K, so these step times are likely pessimistic; a trace of your attention kernel (--ceilings-from) measures its rate, and for Megatron-Core on Hopper with heads of 128 --attention-rate cudnn charges cuDNN\'s measured one.'
+    megatron_cudnn_attention_rate: 'Attention at cuDNN\'s measured rate alone (--attention-rate cudnn): with it, published Megatron-Core runs on H100 came out faster than measured, one MoE job by 17-19 % at every length from 16K to 128K positions and dense runs at 4K-8K by 1-27 % (median 7 %), so these step times are likely optimistic; the default (split) charges the time those steps spend beyond the kernel.',
+    megatron_cudnn_attention_split: 'Attention at cuDNN\'s measured rate plus, per token, the time the device\'s share charges beyond it at 2K positions (--attention-rate split, the default here): so charged, published Megatron-Core runs on H100 came out within -1..+15 % of measured at 4K-8K (dense; the smaller the model the faster) and +0..+11 % for one MoE job at 16K-128K positions; the time beyond the kernel is fit, not named by a measurement.',
+    long_context_attention_rate_unvalidated: 'Long sequences (32K positions or more): published runs on current kernels (Megatron-Core with TransformerEngine, Llama 3) ran faster than the attention share predicts, by up to 2x at 128K, so these step times are likely pessimistic; a trace of your attention kernel (--ceilings-from) measures its rate, and for Megatron-Core on Hopper with heads of 128 the default (without --attention-rate share) charges cuDNN\'s measured one.'
   };
 
   function caveatsSection(doc) {
@@ -116,10 +117,13 @@ var SS = window.SS || (window.SS = {});
    * forward and backward attention (docs/plan.md "A measured GEMM ceiling"), else the framework
    * kernel's measured rate where there is one (Megatron-Core on Hopper: cuDNN's), else the
    * table's share. */
+  /* kernel: 'cudnn' (cuDNN's rate alone), 'split' (plus the share's rest per token), or '' */
   function attentionText(a, dev, kernel) {
     if (!dev.gemm_efficiency) return 'in the one efficiency';
     if (kernel) return 'cuDNN\'s measured rate by length (TransformerEngine\'s fused attention on ' +
-      'Hopper, heads of 128)';
+      'Hopper, heads of 128)' + (kernel === 'split' ? ' plus, per token, the time beyond it that ' +
+        (100 * dev.attention_efficiency).toFixed(0) + ' % of peak charges at ' +
+        dev.attention_length + ' positions' : '');
     var table = (100 * dev.attention_efficiency).toFixed(0) + ' % of peak (the device table\'s' +
       (dev.attention_length > 0 ? ', at ' + dev.attention_length + ' positions, scaled by the ' +
         'kernel\'s rate at the length it runs on' : '') + ')';
@@ -212,7 +216,8 @@ var SS = window.SS || (window.SS = {});
       ['cluster', clusterText(job, dev)],
       ['GEMM ceiling', gemmText(doc.gemm_ceiling_measured, dev)],
       ['attention rate', attentionText(doc.attention_ceiling_measured, dev,
-        (doc.assumed || []).indexOf('megatron_cudnn_attention_rate') >= 0)],
+        (doc.assumed || []).indexOf('megatron_cudnn_attention_rate') >= 0 ? 'cudnn'
+          : (doc.assumed || []).indexOf('megatron_cudnn_attention_split') >= 0 ? 'split' : '')],
       ['layouts', layouts.length + ' (' + fitting + ' fit)'],
       ['best', layouts.length ? layouts[0].layout.name : 'none'],
       ['ranking', rankingText(doc.ranking)],

@@ -238,6 +238,29 @@ double plan_fused_attention_rate(const plan_device *dev, const mm_layout *l) {
   return cudnn_rate_at(n - 1);
 }
 
+/* The split (--attention-rate split, the default where cuDNN's rate applies): the device's
+ * attention share was fit on published runs at 2K-8K (plan_model.c's device table), and at its
+ * length it charges attention 2.3x cuDNN's kernel time. Published runs at 16K-128K positions
+ * (bench/plan/published, Megatron-MoE-ModelZoo's Qwen3-235B) grow as the kernel does, not as the
+ * share does: the time beyond the kernel does not grow with the length. So it is charged per
+ * token each time the kernel runs over a rank's tokens (once a pass, cp times in context
+ * parallelism's ring, one chunk of keys at a time), the share's excess at its own length: what
+ * attention over `tokens` tokens costs there at the share less what it costs at the kernel's
+ * rate. Where the chunk is the share's length the split is the share. Which work that time is
+ * (element-wise work around the kernel, the ring's merging of partial outputs, the layout
+ * changes TransformerEngine makes) no measurement here names; a traced Megatron-Core step
+ * would. */
+double plan_attention_rest_s(const plan_device *dev, const mm_layout *l, double tokens) {
+  if (!(dev->attention_length > 0)) return 0;
+  mm_layout at = *l;
+  at.seq = (int)dev->attention_length;
+  at.cp = 1;
+  double kernel = plan_fused_attention_rate(dev, &at);
+  double share = dev->peak_flops * dev->attention_efficiency;
+  if (!(kernel > share) || !(share > 0)) return 0;
+  return l->cp * plan_attention_flops(&at, tokens) * (1.0 / share - 1.0 / kernel);
+}
+
 double plan_attention_length_factor(const mm_layout *l, double at) {
   if (l->seq < 1) return 1.0;
   return flash_rate_at((double)l->seq / (l->cp > 0 ? l->cp : 1)) /

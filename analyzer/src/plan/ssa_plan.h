@@ -141,6 +141,17 @@ typedef struct plan_calibration {
   double measured_step_s;         /* its median step time */
 } plan_calibration;
 
+/* --attention-rate: how a framework's fused attention is charged where cuDNN's rate was measured
+ * (docs/plan.md "Compute by shape"). The zero value is the default. */
+typedef enum {
+  /* cuDNN's kernel rate by length, plus the rest of the time the device's share charges at its
+   * attention_length, per token (plan_attention_rest_s): the share was fit on published runs
+   * at 2K-8K and holds time that is not the kernel's; that time does not grow with the length */
+  PLAN_ATTENTION_SPLIT = 0,
+  PLAN_ATTENTION_SHARE, /* the device's share, grown with the length as FlashAttention's rate */
+  PLAN_ATTENTION_CUDNN, /* cuDNN's kernel rate alone */
+} plan_attention_rate;
+
 /* The job: a model, a device count and kind, a global batch. */
 typedef struct plan_job {
   mm_layout model; /* model fields: layers, hidden, heads, vocab, ffn, seq, max_seq */
@@ -171,9 +182,9 @@ typedef struct plan_job {
    * over NVLink there; 0: NCCL's all-to-all of one copy a (token, expert) pair (Megatron's
    * alltoall dispatcher) */
   int ep_dedup;
-  /* --attention-rate cudnn: attention at cuDNN's measured rate by length where it was measured
-   * (plan_fused_attention_rate) instead of the device's share (docs/plan.md "Compute by shape") */
-  int attention_cudnn;
+  /* --attention-rate: how a framework's fused attention is charged where cuDNN's rate was
+   * measured (plan_fused_attention_rate > 0; elsewhere always the device's share) */
+  plan_attention_rate attention_rate;
   /* --ceilings-from RUN: the GEMM ceiling measured there (dev.gemm_efficiency is set from it) */
   plan_measured_gemm gemm_measured;
   plan_measured_attention attention_measured; /* with gemm_measured.source */
@@ -373,8 +384,13 @@ double plan_attention_length_factor(const mm_layout *l, double at);
 /* cuDNN's fused attention's measured rate, FLOP/s per planner-counted FLOP (every query-key
  * pair, the backward two forwards) at the length it runs on (seq / cp), where it was measured:
  * Megatron-Core (TransformerEngine's attention) on Hopper with heads of 128 (plan_shape_costs.c).
- * 0 elsewhere. Charged only with --attention-rate cudnn (plan_job.attention_cudnn). */
+ * 0 elsewhere. Charged unless --attention-rate share (plan_job.attention_rate). */
 double plan_fused_attention_rate(const plan_device *dev, const mm_layout *l);
+/* --attention-rate split: the time the device's attention share charges at its attention_length
+ * beyond cuDNN's kernel there, for one forward pass of a layer's attention over `tokens` tokens
+ * on one TP rank, whatever the length (per token and kernel run, cp runs in CP's ring; not per
+ * query-key pair); 0 where cuDNN's rate was not measured or the device has no attention_length. */
+double plan_attention_rest_s(const plan_device *dev, const mm_layout *l, double tokens);
 /* A sliding-window layer's attention work over a causal layer's, in the key tiles
  * FlashAttention visits (<= 1; 1 without a window or one that covers the sequence). */
 double plan_sliding_window_share(const mm_layout *l);
