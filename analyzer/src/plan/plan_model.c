@@ -282,9 +282,8 @@ static double stage_time_by_shape(const plan_job *job, const mm_layout *l, int s
   /* --attention-rate split or cudnn: cuDNN's measured rate instead (kernel_attention_applies);
    * split adds the share's rest per token (plan_attention_rest_s) */
   if (kernel_attention_applies(job)) att_rate = plan_fused_attention_rate(dev, l);
-  double att_rest = attention_charge(job) == PLAN_ATTENTION_SPLIT
-                        ? plan_attention_rest_s(dev, l, tokens)
-                        : 0;
+  double att_rest =
+      attention_charge(job) == PLAN_ATTENTION_SPLIT ? plan_attention_rest_s(dev, l, tokens) : 0;
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL, again = mm_recomputes(l, MM_RC_CORE_ATTN);
   double traffic = full ? 6.0 : 5.0, t = 0;
