@@ -892,6 +892,27 @@ static double cudnn_at(double forward, double backward) {
   return 3e12 / (0.5 / forward + 1.25 / backward);
 }
 
+/* A Megatron-Core job of model() with heads of 128 on one device at `seq` positions, and its
+ * one layout (no parallelism, one micro-batch) in *one. */
+static plan_job one_rank_job(const plan_device *dev, int seq, mm_layout *one) {
+  plan_job j;
+  memset(&j, 0, sizeof j);
+  j.model = model(MM_FW_MEGATRON);
+  j.model.heads = 2;
+  j.model.seq = j.model.max_seq = seq;
+  j.gpus = 1;
+  j.gpus_per_node = 8;
+  j.global_batch = 2;
+  j.dev = *dev;
+  j.overlap = 1;
+  *one = j.model;
+  one->dp = one->tp = one->pp = 1;
+  one->sp = 0;
+  one->zero = 0;
+  one->microbatches = 1;
+  return j;
+}
+
 static void cudnn_attention_rates(void) {
   const plan_device *h100 = plan_device_find("h100-sxm");
   mm_layout l = model(MM_FW_MEGATRON);
@@ -923,21 +944,9 @@ static void cudnn_attention_rates(void) {
 
   /* a prediction charges exactly that rate: the same as the share set to it (with the length
    * taken as the plan's: attention_length 0), and only when asked (job.attention_rate) */
-  plan_job j;
-  memset(&j, 0, sizeof j);
-  j.model = model(MM_FW_MEGATRON);
-  j.model.heads = 2;
-  j.gpus = 1;
-  j.gpus_per_node = 8;
-  j.global_batch = 2;
-  j.dev = *h100;
-  j.overlap = 1;
+  mm_layout one;
+  plan_job j = one_rank_job(h100, 128, &one);
   j.attention_rate = PLAN_ATTENTION_CUDNN;
-  mm_layout one = j.model;
-  one.dp = one.tp = one.pp = 1;
-  one.sp = 0;
-  one.zero = 0;
-  one.microbatches = 1;
   plan_result rk, rs, rd;
   char err[200];
   CHECK(plan_predict(&j, &one, &rk, err, sizeof err) == 0);
@@ -987,22 +996,9 @@ static void split_attention(void) {
   CHECK(plan_attention_rest_s(h100, &f, tokens) == 0);
   CHECK(plan_attention_rest_s(plan_device_find("a100-80g"), &l, tokens) == 0);
 
-  plan_job j;
-  memset(&j, 0, sizeof j); /* attention_rate 0: the split is the default */
-  CHECK(j.attention_rate == PLAN_ATTENTION_SPLIT);
-  j.model = model(MM_FW_MEGATRON);
-  j.model.heads = 2;
-  j.model.seq = j.model.max_seq = 2048;
-  j.gpus = 1;
-  j.gpus_per_node = 8;
-  j.global_batch = 2;
-  j.dev = *h100;
-  j.overlap = 1;
-  mm_layout one = j.model;
-  one.dp = one.tp = one.pp = 1;
-  one.sp = 0;
-  one.zero = 0;
-  one.microbatches = 1;
+  mm_layout one;
+  plan_job j = one_rank_job(h100, 2048, &one);
+  CHECK(j.attention_rate == PLAN_ATTENTION_SPLIT); /* attention_rate 0: the default */
   plan_result split, shared, kernel;
   char err[200];
   plan_job js = j, jk = j;

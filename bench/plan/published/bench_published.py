@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench_published.py [STEPSCOPE] [--csv runs.csv] [--only ID_PREFIX] [--as FROM=TO]
-                   [--attention-rate cudnn] —
+                   [--attention-rate share|cudnn] —
 `stepscope plan` against published, measured BF16 (and a few FP8) training runs (issue 31).
 
 For every row of runs.csv (the model, the devices, the published layout as far as the source
@@ -27,9 +27,11 @@ median and worst |MFU error|, the top-10 count and the median number of layouts 
 same per model class (dense, 8 experts, fine-grained experts). `--as FROM=TO` sweeps the rows
 whose framework is FROM under TO instead (e.g. `--as composer=fsdp`: llm-foundry's rows over
 torch FSDP's layouts, tensor, pipeline and context parallelism included, with the same
-conventions otherwise). `--attention-rate cudnn` plans the rows it applies to (Megatron-Core on
-H100/H200 with heads of 128) with `plan --attention-rate cudnn`: cuDNN's measured attention rate
-instead of the device's share (docs/plan.md "Compute by shape"). Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
+conventions otherwise). `--attention-rate share|cudnn` plans the rows where cuDNN's measured
+attention rate applies (Megatron-Core on H100/H200 with heads of 128) with `plan
+--attention-rate share` (the device's share, grown with the length as FlashAttention's rate) or
+`cudnn` (cuDNN's rate alone) instead of the planner's default there, split (cuDNN's rate plus,
+per token, the time the share charges beyond it at 2K; docs/plan.md "Compute by shape"). Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
 
 Both MFUs are counted the same way, from tokens per second per device and the real model's
 FLOPs per token (6 x the parameters a token multiplies, the LM head included, plus 12 x layers
@@ -167,7 +169,9 @@ def planner_options(stepscope):
 
 
 def cudnn_applies(r):
-    """Whether `plan --attention-rate cudnn` takes this row: Megatron-Core on Hopper, heads of 128."""
+    """Whether `plan --attention-rate` chooses this row's attention rate: where cuDNN's was
+    measured, Megatron-Core on Hopper with heads of 128 (elsewhere the planner charges the
+    device's share, and refuses split or cudnn)."""
     heads = int(r["heads"] or int(r["hidden"]) // 128)
     head_dim = int(r["head_dim"]) if r.get("head_dim") else int(r["hidden"]) // heads
     return r["framework"] == "megatron" and r["device"] in ("h100-sxm", "h200") and head_dim == 128
@@ -262,7 +266,7 @@ def main():
     runs = os.path.join(HERE, "runs.csv")
     only = ""
     framework_as = {}  # --as FROM=TO
-    attention_rate = None  # --attention-rate cudnn
+    attention_rate = None  # --attention-rate share|cudnn (the planner's default: split)
     while argv:
         a = argv.pop(0)
         if a == "--csv":
@@ -276,8 +280,9 @@ def main():
             framework_as[src] = dst
         elif a == "--attention-rate":
             attention_rate = argv.pop(0) if argv else ""
-            if attention_rate != "cudnn":
-                sys.exit("bench_published.py: --attention-rate takes cudnn (share is the default)")
+            if attention_rate not in ("share", "cudnn"):
+                sys.exit("bench_published.py: --attention-rate takes share or cudnn (the planner's "
+                         "default, split, is this bench's)")
         elif a in ("-h", "--help"):
             print(__doc__)
             return
@@ -292,8 +297,8 @@ def main():
     rows = [r for r in csv.DictReader(open(runs)) if r["id"].startswith(only)]
     print(f"{len(rows)} published runs ({runs}); planner {stepscope}"
           + "".join(f"; {k} rows swept as {v}" for k, v in framework_as.items())
-          + (f"; --attention-rate cudnn for the {sum(map(cudnn_applies, rows))} rows it applies to"
-             if attention_rate else ""))
+          + (f"; --attention-rate {attention_rate} for the {sum(map(cudnn_applies, rows))} rows "
+             "it applies to" if attention_rate else ""))
     print(f"{'run':<34} {'pub MFU':>7} {'pred':>6} {'err':>7} {'fits':>4} {'rank':>6} {'of':>6} "
           f"{'best+':>6}  published layout as predicted")
     errors, fits, top10, ranked, near = [], 0, 0, 0, 0
@@ -303,7 +308,7 @@ def main():
     undecided = 0  # the published layout in the planner's undecided group (docs/plan.md)
     ratios = {}  # (model, device, seq) -> [predicted / published MFU] per run
     for r in rows:
-        extra = ["--attention-rate", "cudnn"] if attention_rate and cudnn_applies(r) else []
+        extra = ["--attention-rate", attention_rate] if attention_rate and cudnn_applies(r) else []
         proc = subprocess.run([stepscope] + plan_args(r, helptext, framework_as) + extra
                               + ["--csv", "-"], capture_output=True, text=True)
         pub = published_mfu(r)
