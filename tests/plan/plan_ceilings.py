@@ -236,6 +236,13 @@ def main():
         a = json.load(open(os.path.join(WORK, "x.json"))).get("attention_ceiling_measured", {}) if rc == 0 else {}
         check(rc == 0 and a.get("ceiling", 0) is None and why in (a.get("why") or "") and why in out,
               "%s: the table's rate kept, and why (%d: %s)" % (name, rc, a.get("why")))
+        if name == "inference":  # heads of 128 under Megatron: the default split is what is kept
+            rc, out, err = run(["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "64",
+                                "--top", "1", "--ceilings-from", path])
+            check(rc == 0 and "attention not measured there, the rate above kept: " in out
+                  and "the table's 30 % kept" not in out
+                  and "attention at cuDNN's measured rate" in out and "plus, per token" in out,
+                  "an inference trace under the split: the split's rate named as kept (%d)" % rc)
 
     cpu = os.path.join(WORK, "cpu.json")
     tc = Trace(gpu=False)

@@ -721,6 +721,8 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "forward), weighed 1:2 as the planner charges them: %.1f %%\n",
             a->forward_ops, 100 * a->forward_share, a->backward_ops, 100 * a->backward_share,
             100 * a->ceiling);
+  else if (g->source && kernel_attention_applies(job))
+    fprintf(f, "  attention not measured there, the rate above kept: %s\n", a->why);
   else if (g->source)
     fprintf(f, "  attention not measured there, the table's %.0f %% kept: %s\n",
             100 * d->attention_efficiency, a->why);
