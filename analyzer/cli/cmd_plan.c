@@ -811,8 +811,9 @@ static int build_job(plan_args *p) {
       cli_print(stderr, "stepscope plan: --attention-rate takes split, share or cudnn\n");
       return 2;
     }
-    if (!share && (job->model.framework != MM_FW_MEGATRON || !job->dev.cudnn_attention ||
-                   plan_fused_attention_rate(&job->dev, &job->model) <= 0)) {
+    /* plan_fused_attention_rate is 0 wherever cuDNN's rate was not measured (framework,
+     * device, head width) */
+    if (!share && plan_fused_attention_rate(&job->dev, &job->model) <= 0) {
       cli_print(stderr,
                 "stepscope plan: --attention-rate %s: cuDNN's rate was measured for "
                 "TransformerEngine's attention (--framework megatron) on h100-sxm or h200 with "

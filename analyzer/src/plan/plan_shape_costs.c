@@ -24,9 +24,10 @@
  *     share holds at 2,048 positions (the length most of the published runs it was set on
  *     trained at); the rate is scaled by rate(seq / cp) / rate(2048). A share measured in a run
  *     (--ceilings-from) is taken at the planned length: rate(seq / cp) / rate(seq);
- *   - cuDNN's measured attention rate by length, on request (--attention-rate cudnn): where
- *     TransformerEngine's fused attention (cuDNN's on Hopper) was measured, its own rate instead
- *     of the share (plan_fused_attention_rate);
+ *   - cuDNN's measured attention rate by length: where TransformerEngine's fused attention
+ *     (cuDNN's on Hopper) was measured, its own rate (plan_fused_attention_rate), by default with
+ *     the share's excess over it at 2K charged per token (--attention-rate split,
+ *     plan_attention_rest_s), alone with --attention-rate cudnn, not at all with share;
  *   - sliding-window attention: a layer whose queries attend to the last `window` positions
  *     costs the key tiles FlashAttention visits for it, a share of a causal layer's;
  *   - the optimizer step: Adam's update is element-wise, memory-bound work over the parameters
