@@ -149,6 +149,15 @@ def main():
               "Megatron's host floor named, its caveat and the host column shown")
         check("Long sequences" not in d.find_element("id", "plan-caveats").text,
               "no long-context caveat at 4096 positions")
+        # the same with NCCL's all-to-all (the default dispatcher): its own floor named too
+        oss_a2a = os.path.join(work, "oss_a2a.json")
+        subprocess.run([exe, "plan", "--model", "gpt-oss-120b", "--gpus", "64", "--global-batch", "64",
+                        "--dp", "16", "--tp", "1", "--pp", "4", "--cp", "1", "--ep", "8", "--zero", "1",
+                        "--recompute", "none", "--schedule", "1f1b", "--microbatches", "4",
+                        "--json", oss_a2a], check=True, stdout=subprocess.DEVNULL)
+        load_plan(d, os.path.abspath(oss_a2a), "exchanging tokens by all-to-all")
+        check("a layer at least 4.1 ms (8.2 with experts, 12.0 exchanging tokens by all-to-all) a micro-batch"
+              in d.find_element("id", "plan-headline").text, "the all-to-all dispatcher's floor named")
         check("selective recomputes" not in head, "no recompute modules named, none shown")
         # a long sequence (64K) with the attention share (--attention-rate share): its caveat
         long64k = [exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",

@@ -455,10 +455,11 @@ grep -q "experts: fine-grained (64 or more)" "$dir/q3a.txt" &&
 # Megatron-Core's host floor: in the header and JSON (job.layer_host_floor_s, assumed) of a
 # Megatron plan, not of an FSDP one (none measured there); the step's parts still add up
 grep -q "host: Megatron-Core takes at least 4.1 ms for a layer's forward and backward" "$dir/q3a.txt" &&
+  grep -q "12.0 ms where they exchange tokens by the all-to-all dispatcher" "$dir/q3a.txt" &&
   python3 - "$dir/q3a.json" <<'PY' || { cat "$dir/q3a.txt"; no "the host floor named in a Megatron plan"; }
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["job"]["layer_host_floor_s"] == {"dense": 0.0041, "moe": 0.0082}
+assert d["job"]["layer_host_floor_s"] == {"dense": 0.0041, "moe": 0.0082, "moe_alltoall": 0.012}
 assert "megatron_layer_host_floor" in d["assumed"]
 for l in d["layouts"]:
     b = l["breakdown_s"]

@@ -96,7 +96,11 @@ var SS = window.SS || (window.SS = {});
     if (job.ep_dispatcher === 'deepep') parts.push('DeepEP token exchange');
     if (job.layer_host_floor_s) /* docs/plan.md "A layer's host floor" */
       parts.push('a layer at least ' + (1e3 * job.layer_host_floor_s.dense).toFixed(1) + ' ms (' +
-        (1e3 * job.layer_host_floor_s.moe).toFixed(1) + ' with experts) a micro-batch');
+        (1e3 * job.layer_host_floor_s.moe).toFixed(1) + ' with experts' +
+        /* the alltoall dispatcher's own floor, where this job's experts exchange tokens by it */
+        (job.ep_dispatcher === 'alltoall' && job.layer_host_floor_s.moe_alltoall
+          ? ', ' + (1e3 * job.layer_host_floor_s.moe_alltoall).toFixed(1) + ' exchanging tokens by all-to-all'
+          : '') + ') a micro-batch');
     if (job.recompute_modules) parts.push('selective recomputes ' + job.recompute_modules.join(', '));
     if (job.overlap_slowdown) /* docs/plan.md "Frameworks: communication" */
       parts.push('compute ' + (100 * job.overlap_slowdown).toFixed(1) +

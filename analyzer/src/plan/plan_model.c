@@ -243,14 +243,24 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * divided by the layers and micro-batches a rank runs is at least 4.1 ms (median 7.0, 55 tests)
  * for dense layers and at least 8.2 ms (median 12.0, 22 tests) for MoE layers, the least of each
  * taken here (tests with 48 layer micro-batches a rank, so the step's fixed costs weigh least;
- * docs/plan.md "A layer's host floor"; bench/plan/published/megatron_ci_floor.py). A layer
- * recomputed in full issues its forward twice. Other frameworks: not measured, no floor. */
-#define MEGATRON_DENSE_LAYER_FLOOR_S 4.1e-3
-#define MEGATRON_MOE_LAYER_FLOOR_S   8.2e-3
+ * docs/plan.md "A layer's host floor"; bench/plan/published/megatron_ci_floor.py). The MoE
+ * tests' dispatcher matters: 20 of the 22 run the allgather dispatcher (least 8.2 ms); the two
+ * that run the alltoall dispatcher, whose preprocessing gathers every EP rank's token counts
+ * and synchronises on them before its all-to-all (token_dispatcher.py, "before_ep_alltoall"),
+ * take 12.0 and 17.2 ms. So a layer whose experts exchange tokens by NCCL's all-to-all (the
+ * planner's default dispatcher, ep > 1) is held to the least of those, 12.0 ms; under DeepEP
+ * or HybridEP (Megatron's flex dispatcher; no such test there) the least of all MoE tests
+ * stands in. A layer recomputed in full issues its forward twice. Other frameworks: not
+ * measured, no floor. */
+#define MEGATRON_DENSE_LAYER_FLOOR_S        4.1e-3
+#define MEGATRON_MOE_LAYER_FLOOR_S          8.2e-3
+#define MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S 12.0e-3
 
-static double layer_host_floor_s(const mm_layout *l, int moe) {
+static double layer_host_floor_s(const plan_job *job, const mm_layout *l, int moe) {
   if (l->framework != MM_FW_MEGATRON) return 0;
-  double floor = moe ? MEGATRON_MOE_LAYER_FLOOR_S : MEGATRON_DENSE_LAYER_FLOOR_S;
+  double floor = !moe                          ? MEGATRON_DENSE_LAYER_FLOOR_S
+                 : l->ep > 1 && !job->ep_dedup ? MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S
+                                               : MEGATRON_MOE_LAYER_FLOOR_S;
   return l->recompute == MM_RECOMPUTE_FULL ? floor * 4.0 / 3.0 : floor;
 }
 
@@ -311,7 +321,7 @@ static double stage_time_by_shape(const plan_job *job, const mm_layout *l, int s
     double layer = plan_layer_gemm_s(dev, l, tokens, full ? 2 : 1, moe, gemm_rate) +
                    (mlp_again ? plan_layer_mlp_forward_s(dev, l, tokens, moe, gemm_rate) : 0) +
                    (att / att_rate + att_rest) * (3.0 + again) + elementwise;
-    double floor = layer_host_floor_s(l, moe);
+    double floor = layer_host_floor_s(job, l, moe);
     if (layer < floor) {
       *host += floor - layer;
       layer = floor;
@@ -772,10 +782,12 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   if (host_floor_applies(job))
     fprintf(f,
             "  host: Megatron-Core takes at least %.1f ms for a layer's forward and backward of "
-            "one micro-batch (%.1f ms with experts, a third more recomputed in full), however "
-            "little its GPU work: the least Megatron-LM's own tests on DGX H100 measured "
-            "(docs/plan.md); a layout's time under that floor is its breakdown's host\n",
-            1e3 * MEGATRON_DENSE_LAYER_FLOOR_S, 1e3 * MEGATRON_MOE_LAYER_FLOOR_S);
+            "one micro-batch (%.1f ms with experts, %.1f ms where they exchange tokens by the "
+            "all-to-all dispatcher, a third more recomputed in full), however little its GPU "
+            "work: the least Megatron-LM's own tests on DGX H100 measured (docs/plan.md); a "
+            "layout's time under that floor is its breakdown's host\n",
+            1e3 * MEGATRON_DENSE_LAYER_FLOOR_S, 1e3 * MEGATRON_MOE_LAYER_FLOOR_S,
+            1e3 * MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S);
   if (long_context_unvalidated(job))
     fprintf(f,
             "  attention: %d positions: published runs on current kernels (Megatron-Core with "
@@ -953,9 +965,11 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    job->backward_prefetch_post ? "post" : "pre");
   if (m->framework == MM_FW_MEGATRON)
     ssa_out_printf(o, ",\"tp_comm_overlap\":%s", job->tp_comm_overlap ? "true" : "false");
-  if (host_floor_applies(job)) /* a layer's least time: dense, with experts (docs/plan.md) */
-    ssa_out_printf(o, ",\"layer_host_floor_s\":{\"dense\":%g,\"moe\":%g}",
-                   MEGATRON_DENSE_LAYER_FLOOR_S, MEGATRON_MOE_LAYER_FLOOR_S);
+  if (host_floor_applies(job)) /* a layer's least time: dense, with experts, with experts
+                                  exchanging tokens by the all-to-all dispatcher (docs/plan.md) */
+    ssa_out_printf(o, ",\"layer_host_floor_s\":{\"dense\":%g,\"moe\":%g,\"moe_alltoall\":%g}",
+                   MEGATRON_DENSE_LAYER_FLOOR_S, MEGATRON_MOE_LAYER_FLOOR_S,
+                   MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S);
   if (m->experts > 0 && m->framework != MM_FW_STEPSCOPE)
     ssa_out_printf(o, ",\"ep_dispatcher\":\"%s\"", job->ep_dedup ? "deepep" : "alltoall");
   ssa_out_str(o, "},");

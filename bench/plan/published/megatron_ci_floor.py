@@ -10,7 +10,10 @@ the test's model_config.yaml. For the GPT and MoE test models of hidden size 512
 divides each test's median iteration-time (steps after the 5th) by the layer micro-batches one
 rank runs, (global batch / (dp x micro-batch)) x layers / pp with dp = 8 / (tp x pp x cp), and
 prints the spread for dense and MoE tests and the cases with the most layer micro-batches a rank
-(whose fixed per-step costs weigh least). The planner's floors are the least of each.
+(whose fixed per-step costs weigh least), then the MoE tests by token dispatcher
+(--moe-token-dispatcher-type: allgather, Megatron's default, or alltoall). The planner's floors
+are the least of each: dense, MoE (for DeepEP and HybridEP, which no such test runs) and MoE with
+the alltoall dispatcher (the planner's default exchange, NCCL's all-to-all).
 
 Reads the repository with `git --git-dir` (a bare clone or a mirror; nothing is written).
 Default commit: 9c5258f109, the dev branch of August 2026 the planner's figures come from.
@@ -63,7 +66,10 @@ def main():
         dp = 8 // (tp * pp * cp)
         n = arg(config, "global-batch-size", 1) // (dp * arg(config, "micro-batch-size", 1)) * 12 // pp
         kind = "moe" if re.search(r"^\s*--num-experts:", config, re.M) else "dense"
-        cases[kind].append((1e3 * statistics.median(times) / n, n, case.rsplit("/", 1)[1]))
+        m = re.search(r"^\s*--moe-token-dispatcher-type:\s*(\S+)", config, re.M)
+        dispatcher = m.group(1) if m else "allgather"  # Megatron's default
+        cases[kind].append((1e3 * statistics.median(times) / n, n, case.rsplit("/", 1)[1],
+                            dispatcher))
     print(f"Megatron-LM {commit}: tests of hidden 512 and 12 layers on one DGX H100 node")
     for kind, rows in cases.items():
         if not rows:
@@ -74,8 +80,20 @@ def main():
         print(f"{kind}: {len(rows)} cases, ms a layer micro-batch: least {ms[0]:.2f}, "
               f"median {statistics.median(ms):.2f}, most {ms[-1]:.1f}")
         most = max(r[1] for r in rows)
-        for ms_, n, name in rows:
+        for ms_, n, name, _ in rows:
             if n == most:
+                print(f"  {ms_:6.2f} ms  ({n} layer micro-batches a rank)  {name}")
+    # the MoE tests by dispatcher: alltoall's preprocessing gathers the EP ranks' token counts
+    # and synchronises on them before its all-to-all; its least is the planner's alltoall floor
+    by = {}
+    for row in cases["moe"]:
+        by.setdefault(row[3], []).append(row)
+    for dispatcher, rows in sorted(by.items()):
+        ms = [r[0] for r in rows]
+        print(f"moe, {dispatcher} dispatcher: {len(rows)} cases, least {ms[0]:.2f}, "
+              f"median {statistics.median(ms):.2f}")
+        for ms_, n, name, _ in rows:
+            if dispatcher != "allgather":
                 print(f"  {ms_:6.2f} ms  ({n} layer micro-batches a rank)  {name}")
 
 
