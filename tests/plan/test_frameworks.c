@@ -690,7 +690,9 @@ static void compute_by_shape(void) {
              4 * 8.2e-3) < 1e-12);
   /* experts exchanging tokens across 2 EP ranks by the all-to-all dispatcher (the default):
    * 12.0 ms, the least of Megatron's alltoall tests; under DeepEP, and without expert
-   * parallelism (no exchange), the least of all MoE tests, 8.2 ms */
+   * parallelism (no exchange), the least of all MoE tests, 8.2 ms. The all-to-alls run on the
+   * GPU while the host issues the layer: they fill part of the gap under the floor, the host
+   * part is the rest, and the layers still take the floor (the exchange is far shorter) */
   plan_job j2 = je;
   j2.gpus = 2;
   j2.global_batch = 2 * je.global_batch; /* the same micro-batch on each rank */
@@ -705,9 +707,17 @@ static void compute_by_shape(void) {
     j2.ep_dedup = exchanges[i].deepep;
     l2.ep = exchanges[i].ep;
     CHECK(plan_predict(&j2, &l2, &re, err, sizeof err) == 0);
-    CHECK(fabs(re.compute_s + re.host_s - plan_optimizer_step_s(&j2.dev, &re.layout, 0) - head -
-               4 * exchanges[i].floor) < 1e-12);
+    CHECK((re.ep_s > 0) == (exchanges[i].ep > 1) && re.tp_s == 0 && re.cp_s == 0);
+    CHECK(fabs(re.compute_s + re.host_s + re.ep_s - plan_optimizer_step_s(&j2.dev, &re.layout, 0) -
+               head - 4 * exchanges[i].floor) < 1e-12);
   }
+  /* an exchange longer than the gap (a slow link): the GPU never waits for the host, no host
+   * part, the layers take their work and the all-to-alls */
+  j2.ep_dedup = 0;
+  l2.ep = 2;
+  j2.dev.intra_bw = 1e6;
+  CHECK(plan_predict(&j2, &l2, &re, err, sizeof err) == 0);
+  CHECK(re.host_s == 0 && re.ep_s > 4 * 12.0e-3);
   /* no floor is measured for the other frameworks: FSDP's layers take their GPU work */
   plan_job jf = j;
   jf.model.framework = MM_FW_FSDP;

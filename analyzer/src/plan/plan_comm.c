@@ -335,6 +335,8 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
         job->tp_comm_overlap && !trainer ? tp_overlapped(job, l, t, rate) : per_layer * t;
     double layers = layers_stage - (whole_experts ? 0.5 * nmoe_stage : 0.0);
     out->tp_s = (double)M * layers * layer;
+    out->layer_comm[0].tp = layer;
+    out->layer_comm[1].tp = whole_experts ? 0.5 * layer : layer;
   }
   if (l->cp > 1) {
     double bw = group_bw(job, l, GROUP_CP, job->cal.cp_bw);
@@ -347,6 +349,7 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
      * left to hide behind */
     double last_hop = trainer ? 0.0 : lat + kv / bw;
     out->cp_s = (double)M * layers_stage * fmax(last_hop, comm - hidden_by);
+    out->layer_comm[0].cp = out->layer_comm[1].cp = fmax(last_hop, comm - hidden_by);
   }
   if (l->pp > 1) {
     double bw = group_bw(job, l, GROUP_PP, job->cal.pp_bw);
@@ -384,6 +387,7 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
         if (c > most) most = c;
       }
       out->ep_s = (double)M * most * t;
+      out->layer_comm[1].ep = t;
     }
   }
   int n = l->dp * l->cp;

@@ -279,9 +279,13 @@ static int host_floor_applies(const plan_job *job) {
  * in backward, three passes, four with full recomputation. GEMMs grow as h^2 per token and the
  * element-wise work as h, so small hidden sizes reach a smaller share of peak. A layer whose
  * work takes less than its framework's host floor (layer_host_floor_s) takes the floor;
- * what the floor adds is returned in *host too (the breakdown's host). */
-static double stage_time_by_shape(const plan_job *job, const mm_layout *l, int stage,
-                                  double *host) {
+ * what the floor adds is returned in *host too (the breakdown's host). Given the layers'
+ * collectives a micro-batch (comm: [0] dense, [1] MoE; NULL on the first pass, before they are
+ * known), *busy sums the part of each layer's gap under the floor that they fill: they run on
+ * the GPU while the host issues the layer, so a layer takes max(floor, work + collectives), and
+ * the GPU waits for the host only for the rest of the gap. */
+static double stage_time_by_shape(const plan_job *job, const mm_layout *l, int stage, double *host,
+                                  const plan_layer_comm *comm, double *busy) {
   const plan_device *dev = &job->dev;
   double tokens = (double)l->micro_batch * l->seq / l->cp;
   double gemm_rate = gemm_rate_of(dev, l->fp8);
@@ -322,6 +326,8 @@ static double stage_time_by_shape(const plan_job *job, const mm_layout *l, int s
                    (mlp_again ? plan_layer_mlp_forward_s(dev, l, tokens, moe, gemm_rate) : 0) +
                    (att / att_rate + att_rest) * (3.0 + again) + elementwise;
     double floor = layer_host_floor_s(job, l, moe);
+    if (comm && layer < floor)
+      *busy += fmin(floor - layer, comm[moe].tp + comm[moe].cp + comm[moe].ep);
     if (layer < floor) {
       *host += floor - layer;
       layer = floor;
@@ -531,6 +537,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   double rate = core_rate * share;
   double t_mb = 0, host_mb = 0; /* the slowest stage's micro-batch, and its host floor's part */
+  int pace = -1;                /* that stage */
   int by_shape = computes_by_shape(job);
   int fullest = mm_fullest_stage(&l);
   for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
@@ -539,11 +546,12 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     for (int k = 0; k < 2; k++) {
       if (stage[k] < 0) continue;
       double host = 0;
-      double t = by_shape ? stage_time_by_shape(job, &l, stage[k], &host)
+      double t = by_shape ? stage_time_by_shape(job, &l, stage[k], &host, NULL, NULL)
                           : stage_work(job, &l, stage[k]) / rate;
       if (t > t_mb) {
         t_mb = t;
         host_mb = host;
+        pace = stage[k];
       }
     }
   }
@@ -557,6 +565,14 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
 
   if (plan_communication(job, &l, t_mb, rate, out, err, errlen) != 0) return -1;
+  /* a layer's collectives run on the GPU while the host issues it: in the layers' gaps under
+   * the host floor the GPU waits for the host only where they leave it idle
+   * (stage_time_by_shape); the collectives stay in their own parts of the breakdown */
+  if (by_shape && host_mb > 0 && pace >= 0) {
+    double host = 0, busy = 0;
+    stage_time_by_shape(job, &l, pace, &host, out->layer_comm, &busy);
+    host_mb = fmax(0.0, host_mb - busy);
+  }
 
   /* descheduled waits: ranks outnumbering cores reach each collective at times as
    * different as their turns on the cores; the waits are the calibrated share of the
@@ -784,8 +800,9 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "  host: Megatron-Core takes at least %.1f ms for a layer's forward and backward of "
             "one micro-batch (%.1f ms with experts, %.1f ms where they exchange tokens by the "
             "all-to-all dispatcher, a third more recomputed in full), however little its GPU "
-            "work: the least Megatron-LM's own tests on DGX H100 measured (docs/plan.md); a "
-            "layout's time under that floor is its breakdown's host\n",
+            "work: the least Megatron-LM's own tests on DGX H100 measured (docs/plan.md); the "
+            "gap under that floor that a layer's work and its collectives leave is its "
+            "breakdown's host\n",
             1e3 * MEGATRON_DENSE_LAYER_FLOOR_S, 1e3 * MEGATRON_MOE_LAYER_FLOOR_S,
             1e3 * MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S);
   if (long_context_unvalidated(job))

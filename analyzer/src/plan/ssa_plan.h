@@ -192,6 +192,13 @@ typedef struct plan_job {
   double ranking_band;
 } plan_job;
 
+/* A micro-batch's exposed collectives inside one layer, in seconds: TP's, CP's ring, the
+ * experts' all-to-alls (plan_communication). They keep the GPU busy while the host issues the
+ * layer: under Megatron-Core's host floor the GPU waits for the host only for what they leave. */
+typedef struct plan_layer_comm {
+  double tp, cp, ep;
+} plan_layer_comm;
+
 /* One layout's prediction. Times are seconds per optimizer step. */
 typedef struct plan_result {
   mm_layout layout;
@@ -206,7 +213,10 @@ typedef struct plan_result {
   double wait_s;        /* CPU ranks outnumbering cores: waits in collectives for ranks
                            that are descheduled (docs/plan.md) */
   double bubble_theory; /* the schedule's fraction */
-  const char *binding;  /* "memory", "compute", "exposed communication", "bubble", "host" */
+  /* [0] a dense layer's, [1] a MoE layer's collectives a micro-batch (plan_communication), which
+   * fill the layers' gaps under Megatron-Core's host floor (plan_predict: less host) */
+  plan_layer_comm layer_comm[2];
+  const char *binding; /* "memory", "compute", "exposed communication", "bubble", "host" */
 } plan_result;
 
 /* How many members the DP x CP group of rank 0 has on node 0 (plan_comm.c): FSDP's hybrid
