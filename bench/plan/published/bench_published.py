@@ -29,7 +29,8 @@ whose framework is FROM under TO instead (e.g. `--as composer=fsdp`: llm-foundry
 torch FSDP's layouts, tensor, pipeline and context parallelism included, with the same
 conventions otherwise). `--attention-rate share|cudnn` plans the rows where cuDNN's measured
 attention rate applies (Megatron-Core on H100/H200 with heads of 128: the planner decides, and
-refuses cudnn elsewhere, where the row runs at its default) with `plan --attention-rate share` (the device's share, grown with the length as FlashAttention's rate) or
+refuses cudnn elsewhere, where the row runs at its default) with `plan --attention-rate share`
+(the device's share, grown with the length as FlashAttention's rate) or
 `cudnn` (cuDNN's rate alone) instead of the planner's default there, split (cuDNN's rate plus,
 per token, the time the share charges beyond it at 2K; docs/plan.md "Compute by shape"). Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
 
@@ -301,18 +302,14 @@ def main():
     rate_taken = 0  # rows the planner took --attention-rate for
     for r in rows:
         cmd = [stepscope] + plan_args(r, helptext, framework_as) + ["--csv", "-"]
-        proc = None
-        if attention_rate:
-            # the planner says where a rate applies (it refuses cudnn outside Megatron-Core on
-            # Hopper with heads of 128, exit 2); elsewhere the row runs at its default
-            proc = subprocess.run(cmd + ["--attention-rate", attention_rate], capture_output=True,
-                                  text=True)
-            refused = proc.returncode == 2 and "--attention-rate" in proc.stderr
-            rate_taken += not refused
-            if refused:
-                proc = None
-        if proc is None:
+        extra = ["--attention-rate", attention_rate] if attention_rate else []
+        proc = subprocess.run(cmd + extra, capture_output=True, text=True)
+        # the planner says where a rate applies (it refuses cudnn outside Megatron-Core on
+        # Hopper with heads of 128, exit 2); elsewhere the row runs at its default
+        if extra and proc.returncode == 2 and "--attention-rate" in proc.stderr:
             proc = subprocess.run(cmd, capture_output=True, text=True)
+        else:
+            rate_taken += bool(extra)
         pub = published_mfu(r)
         sweep = list(csv.DictReader(proc.stdout.splitlines())) if proc.returncode == 0 else []
         match = next(((i, row) for i, row in enumerate(sweep) if agrees(row, r)), None)
