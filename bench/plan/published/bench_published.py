@@ -22,7 +22,10 @@ layouts predicted more than 1 % faster (ties counted once), the share whose publ
 is in the planner's undecided group (predicted within 10 % of its best: the layouts
 `stepscope plan` says it cannot order, docs/plan.md "How far the ranking goes"), the measure
 behind that 10 % (how far the planner's errors of two runs of one model, device and sequence
-length differ: median, 75th and 90th percentiles), and per source the
+length differ: median, 75th and 90th percentiles), for the runs their source measured twice
+(remeasured.csv beside the runs file, from mpt_remeasured.py: llm-foundry's A100 80GB table
+before and after its October 2023 re-run) how far the two measurements differ and the
+planner's error against each, and per source the
 median and worst |MFU error|, the top-10 count and the median number of layouts swept, and the
 same per model class (dense, 8 experts, fine-grained experts). `--as FROM=TO` sweeps the rows
 whose framework is FROM under TO instead (e.g. `--as composer=fsdp`: llm-foundry's rows over
@@ -299,6 +302,9 @@ def main():
     near1, near2, top10_ties = 0, 0, 0
     undecided = 0  # the published layout in the planner's undecided group (docs/plan.md)
     ratios = {}  # (model, device, seq) -> [predicted / published MFU] per run
+    remeasured = read_remeasured(os.path.join(os.path.dirname(os.path.abspath(runs)),
+                                              "remeasured.csv"))
+    twice = []  # (id, the earlier measurement's MFU, the row's, predicted) per run measured twice
     rate_taken = 0  # rows the planner took --attention-rate for
     for r in rows:
         cmd = [stepscope] + plan_args(r, helptext, framework_as) + ["--csv", "-"]
@@ -337,6 +343,8 @@ def main():
         near += gap <= 0.10
         undecided += float(row["tokens_per_s"]) >= (1 - BAND) * best
         ratios.setdefault((r["model"], r["device"], r["seq"]), []).append(pred / pub)
+        if r["id"] in remeasured:
+            twice.append((r["id"], published_mfu(remeasured[r["id"]]), pub, pred))
         near1 += gap <= 0.01
         near2 += gap <= 0.02
         # ties: layouts predicted within 1 % of each other are not told apart by the model
@@ -387,6 +395,7 @@ def main():
         print(f"  error between two runs of one model, device and sequence ({len(pairs)} pairs): "
               f"median {100 * q(0.5):.1f} %, 75th percentile {100 * q(0.75):.1f} %, "
               f"90th {100 * q(0.9):.1f} %  (plan's --undecided-within default: {100 * BAND:.0f} %)")
+    print_remeasured(twice)
     print("  per model class (median |MFU error|, worst, published layout in the top 10, median "
           "layouts swept):")
     classes = {}
@@ -399,6 +408,41 @@ def main():
           "layouts swept):")
     for group, runs_of in sorted(by_source.items()):
         print(f"    {group:<12} {summary_cells(runs_of)}")
+
+
+def read_remeasured(path):
+    """{runs.csv id: the row's job as its source measured it another time} (remeasured.csv,
+    written by mpt_remeasured.py); none where the file is absent."""
+    if not os.path.exists(path):
+        return {}
+    return {r["id"]: r for r in csv.DictReader(open(path))}
+
+
+def print_remeasured(twice):
+    """How far a source's two measurements of one job differ, and the planner's error against
+    each: the share of a row's error that the source's own repeat measurement would move."""
+    if not twice:
+        return
+    spread = sorted((abs(pub / earlier - 1), rid) for rid, earlier, pub, _ in twice)
+    vs_earlier = sorted((abs(pred / earlier - 1), rid) for rid, earlier, _, pred in twice)
+    vs_row = sorted((abs(pred / pub - 1), rid) for rid, _, pub, pred in twice)
+    q = lambda v, p: v[int(p * (len(v) - 1))][0]
+    print(f"  measured twice by their source ({len(twice)} runs, remeasured.csv: llm-foundry's A100"
+          " 80GB table of July 2023, bf16 PURE, and its October 2023 re-run, amp_bf16 DEFAULT,"
+          " the rows'; one layout and batch each):")
+    print(f"    the two measurements differ by: median {100 * q(spread, 0.5):.1f} %, 90th "
+          f"percentile {100 * q(spread, 0.9):.1f} %, worst {100 * spread[-1][0]:.1f} % "
+          f"({spread[-1][1]})")
+    for name, errs in (("the rows' (October)", vs_row), ("the July one", vs_earlier)):
+        print(f"    |MFU error| against {name + ':':<20} median {100 * q(errs, 0.5):.1f} %, worst "
+              f"{100 * errs[-1][0]:.1f} % ({errs[-1][1]})")
+    apart = [t for t in twice if abs(t[2] / t[1] - 1) > BAND]
+    if apart:
+        print(f"    runs whose two measurements differ by more than {100 * BAND:.0f} % (the planner's"
+              " band): July, October MFU; predicted; error against each")
+        for rid, earlier, pub, pred in apart:
+            print(f"      {rid:<32} {100 * earlier:5.1f}% {100 * pub:5.1f}%  {100 * pred:5.1f}%  "
+                  f"{100 * (pred / earlier - 1):+6.1f}% {100 * (pred / pub - 1):+6.1f}%")
 
 
 def summary_cells(runs_of):
