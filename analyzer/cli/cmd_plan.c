@@ -316,13 +316,15 @@ static const cli_option plan_options[] = {
         "--framework megatron: what selective recomputation\n"
         "recomputes, Megatron-Core's --recompute-modules: core_attn,\n"
         "layernorm, mlp, moe_act, moe (comma-separated) [core_attn]"),
-    STR("--ep-dispatcher", "alltoall|deepep", ep_dispatcher,
+    STR("--ep-dispatcher", "alltoall|allgather|deepep", ep_dispatcher,
         "a framework's experts' token exchange: alltoall (NCCL's,\n"
         "one copy a token and expert it goes to: Megatron's\n"
-        "--moe-token-dispatcher-type alltoall) or deepep (DeepEP,\n"
-        "HybridEP: a token once to each rank it goes to, across\n"
-        "nodes once to each node, forwarded over NVLink there)\n"
-        "[alltoall]"),
+        "--moe-token-dispatcher-type alltoall), allgather (every\n"
+        "token of the expert-TP x EP group gathered to each rank,\n"
+        "outputs reduce-scattered back: Megatron's allgather, its\n"
+        "default) or deepep (DeepEP, HybridEP: a token once to each\n"
+        "rank it goes to, across nodes once to each node,\n"
+        "forwarded over NVLink there) [alltoall]"),
     STR("--attention-rate", "split|share|cudnn", attention_rate,
         "a framework's fused attention: share: the device table's\n"
         "share of peak, grown with the length as FlashAttention's\n"
@@ -796,14 +798,19 @@ static int build_job(plan_args *p) {
     return 2;
   }
   if (p->ep_dispatcher) {
-    int a2a = !strcmp(p->ep_dispatcher, "alltoall"), deepep = !strcmp(p->ep_dispatcher, "deepep");
-    if ((!a2a && !deepep) || job->model.framework == MM_FW_STEPSCOPE || job->model.experts <= 0) {
-      cli_print(stderr, "stepscope plan: --ep-dispatcher takes alltoall or deepep, for a "
-                        "framework's experts (--experts; the stepscope trainer's all-to-all is "
-                        "its own)\n");
+    static const char *const names[] = {[PLAN_EP_ALLTOALL] = "alltoall",
+                                        [PLAN_EP_ALLGATHER] = "allgather",
+                                        [PLAN_EP_DEEPEP] = "deepep"};
+    int known = -1;
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+      if (!strcmp(p->ep_dispatcher, names[i])) known = i;
+    if (known < 0 || job->model.framework == MM_FW_STEPSCOPE || job->model.experts <= 0) {
+      cli_print(stderr, "stepscope plan: --ep-dispatcher takes alltoall, allgather or deepep, "
+                        "for a framework's experts (--experts; the stepscope trainer's "
+                        "all-to-all is its own)\n");
       return 2;
     }
-    job->ep_dedup = deepep;
+    job->ep_dispatcher = (plan_ep_dispatcher)known;
   }
   if (p->attention_rate) {
     int share = !strcmp(p->attention_rate, "share"), cudnn = !strcmp(p->attention_rate, "cudnn"),

@@ -159,6 +159,17 @@ def main():
         check("a layer at least 4.1 ms (8.2 with experts, 12.0 exchanging tokens by all-to-all) a micro-batch"
               in d.find_element("id", "plan-headline").text, "the all-to-all dispatcher's floor named")
         check("selective recomputes" not in head, "no recompute modules named, none shown")
+        # Megatron's allgather dispatcher: named, and the MoE floor without the all-to-all's
+        oss_ag = os.path.join(work, "oss_ag.json")
+        subprocess.run([exe, "plan", "--model", "gpt-oss-120b", "--gpus", "64", "--global-batch", "64",
+                        "--ep-dispatcher", "allgather", "--dp", "16", "--tp", "1", "--pp", "4",
+                        "--cp", "1", "--ep", "8", "--zero", "1", "--recompute", "none", "--schedule",
+                        "1f1b", "--microbatches", "4", "--json", oss_ag], check=True,
+                       stdout=subprocess.DEVNULL)
+        load_plan(d, os.path.abspath(oss_ag), "allgather token exchange")
+        head_ag = d.find_element("id", "plan-headline").text
+        check("a layer at least 4.1 ms (8.2 with experts) a micro-batch" in head_ag
+              and "all-to-all" not in head_ag, "the allgather dispatcher named, with the MoE floor")
         # a long sequence (64K) with the attention share (--attention-rate share): its caveat
         long64k = [exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",
                    "--gpus", "64", "--global-batch", "64", "--dp", "8", "--tp", "8", "--pp", "1",

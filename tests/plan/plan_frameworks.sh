@@ -609,7 +609,28 @@ q3="--model qwen3-30b-a3b --gpus 16 --global-batch 16 --dp 16 --ep 16 --tp 1 --p
 "$stepscope" plan --model qwen3-30b-a3b --gpus 8 --global-batch 8 --dp 8 --ep 8 --tp 1 --pp 1 \
   --cp 1 --zero 1 --recompute none --microbatches 1 --ep-dispatcher deepep \
   --json "$dir/deepep8.json" > /dev/null 2>&1 || no "DeepEP in one node"
+# Megatron's allgather dispatcher (--ep-dispatcher allgather): every rank of the 16 gathers the
+# others' 4096 tokens with their routing map (a byte an expert) and probabilities (bf16), and
+# reduce-scatters the outputs; backward the tokens' and probabilities' gradients reduce-scattered,
+# the outputs' gathered. A ring over two nodes: a node's 8 devices' NICs, 8 x 50 GB/s; NCCL's
+# latency for 16 ranks on 2 nodes, 8.4 + 14 x 3.4 + 14 us
+"$stepscope" plan $q3 --ep-dispatcher allgather --json "$dir/allgather.json" \
+  > "$dir/allgather.txt" 2>&1 || { cat "$dir/allgather.txt"; no "an allgather plan"; }
+grep -q "experts: tokens exchanged as Megatron's allgather dispatcher does" "$dir/allgather.txt" ||
+  no "the allgather dispatcher named"
+grep -q "DeepEP" "$dir/allgather.txt" && no "the allgather plan names DeepEP"
 grep -q "experts: tokens exchanged as DeepEP does" "$dir/deepep.txt" || no "DeepEP named"
+python3 - "$dir/allgather.json" <<'PY' || no "the allgather dispatcher's bytes by hand"
+import json, sys
+ag = json.load(open(sys.argv[1]))
+assert ag["job"]["ep_dispatcher"] == "allgather"
+lat = 8.4e-6 + 14 * 3.4e-6 + 14e-6
+rows = 4096 * 15 / 400e9
+hidden, probs, routing = (lat + rows * w for w in (2048 * 2, 128 * 2, 128))
+want = 48 * ((2 * hidden + probs + routing) + (2 * hidden + probs))
+got = ag["layouts"][0]["breakdown_s"]["ep"]
+assert abs(got / want - 1) < 1e-8, (got, want)  # JSON's 9 significant digits
+PY
 python3 - "$dir/deepep.json" "$dir/a2a.json" "$dir/deepep8.json" <<'PY' || no "DeepEP's bytes by hand"
 import json, sys
 deepep, a2a = (json.load(open(p)) for p in sys.argv[1:3])
@@ -635,7 +656,7 @@ assert abs(node / want - 1) < 1e-9, (node, want)
 PY
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --ep-dispatcher deepep \
   > /dev/null 2> "$dir/err"
-[ $? -eq 2 ] && grep -q "ep-dispatcher takes alltoall or deepep" "$dir/err" ||
+[ $? -eq 2 ] && grep -q "ep-dispatcher takes alltoall, allgather or deepep" "$dir/err" ||
   { cat "$dir/err"; no "--ep-dispatcher without experts: refused"; }
 
 # Megatron-Core's --recompute-modules: what a selective layout recomputes. A small mixture of

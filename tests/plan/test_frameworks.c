@@ -689,10 +689,11 @@ static void compute_by_shape(void) {
   CHECK(fabs(re.compute_s + re.host_s - plan_optimizer_step_s(&je.dev, &re.layout, 0) - head -
              4 * 8.2e-3) < 1e-12);
   /* experts exchanging tokens across 2 EP ranks by the all-to-all dispatcher (the default):
-   * 12.0 ms, the least of Megatron's alltoall tests; under DeepEP, and without expert
-   * parallelism (no exchange), the least of all MoE tests, 8.2 ms. The all-to-alls run on the
-   * GPU while the host issues the layer: they fill part of the gap under the floor, the host
-   * part is the rest, and the layers still take the floor (the exchange is far shorter) */
+   * 12.0 ms, the least of Megatron's alltoall tests; under the allgather dispatcher, DeepEP, and
+   * without expert parallelism (no exchange), the least of the allgather (all MoE) tests,
+   * 8.2 ms. The exchanges run on the GPU while the host issues the layer: they fill part of the
+   * gap under the floor, the host part is the rest, and the layers still take the floor (the
+   * exchange is far shorter) */
   plan_job j2 = je;
   j2.gpus = 2;
   j2.global_batch = 2 * je.global_batch; /* the same micro-batch on each rank */
@@ -700,20 +701,59 @@ static void compute_by_shape(void) {
   l2.dp = 2;
   l2.ep = 2;
   const struct {
-    int ep, deepep;
+    int ep;
+    plan_ep_dispatcher dispatcher;
     double floor;
-  } exchanges[] = {{2, 0, 12.0e-3}, {2, 1, 8.2e-3}, {1, 0, 8.2e-3}};
+  } exchanges[] = {{2, PLAN_EP_ALLTOALL, 12.0e-3},
+                   {2, PLAN_EP_ALLGATHER, 8.2e-3},
+                   {2, PLAN_EP_DEEPEP, 8.2e-3},
+                   {1, PLAN_EP_ALLTOALL, 8.2e-3}};
   for (size_t i = 0; i < sizeof exchanges / sizeof exchanges[0]; i++) {
-    j2.ep_dedup = exchanges[i].deepep;
+    j2.ep_dispatcher = exchanges[i].dispatcher;
     l2.ep = exchanges[i].ep;
     CHECK(plan_predict(&j2, &l2, &re, err, sizeof err) == 0);
     CHECK((re.ep_s > 0) == (exchanges[i].ep > 1) && re.tp_s == 0 && re.cp_s == 0);
     CHECK(fabs(re.compute_s + re.host_s + re.ep_s - plan_optimizer_step_s(&j2.dev, &re.layout, 0) -
                head - 4 * exchanges[i].floor) < 1e-12);
   }
+  /* the allgather dispatcher's exchange by hand (token_dispatcher.py's
+   * MoEAllGatherTokenDispatcher): each of the 2 ranks gathers the other's 256 tokens, their
+   * routing map (a byte an expert: 4) and probabilities (bf16, 4) and reduce-scatters its
+   * experts' outputs in forward; backward reduce-scatters the tokens' and probabilities'
+   * gradients and gathers the outputs'. Ring collectives inside a node at 450 GB/s, each NCCL's
+   * latency for 2 ranks on one node (8.4 + 3.4 us) */
+  j2.ep_dispatcher = PLAN_EP_ALLGATHER;
+  l2.ep = 2;
+  CHECK(plan_predict(&j2, &l2, &re, err, sizeof err) == 0);
+  {
+    double lat = 8.4e-6 + 3.4e-6, rows = 256.0 / 450e9;
+    double hid = lat + rows * C * 2, probs = lat + rows * 4 * 2, map = lat + rows * 4;
+    double layer_exchange = (2 * hid + probs + map) + (2 * hid + probs);
+    CHECK(fabs(re.ep_s - 4 * layer_exchange) < 1e-15);
+  }
+  /* with TP 2 and the experts split by it (expert TP 2), the allgather dispatcher gathers over
+   * the 4 ranks of expert TP x EP, in place of the MoE MLP's TP collectives: a MoE layer keeps
+   * its attention's half of them, as with experts whole on a rank; the all-to-all keeps all */
+  {
+    plan_job jt = j2;
+    mm_layout lt = l2;
+    jt.gpus = 4;
+    lt.tp = 2;
+    lt.sp = 1;
+    plan_result ag, a2a;
+    jt.ep_dispatcher = PLAN_EP_ALLGATHER;
+    CHECK(plan_predict(&jt, &lt, &ag, err, sizeof err) == 0);
+    jt.ep_dispatcher = PLAN_EP_ALLTOALL;
+    CHECK(plan_predict(&jt, &lt, &a2a, err, sizeof err) == 0);
+    CHECK(ag.tp_s > 0 && fabs(ag.tp_s - 0.5 * a2a.tp_s) < 1e-12 * a2a.tp_s);
+    /* each rank gathers its 3 peers' sequence-parallel halves: 3 x 128 rows */
+    double lat = 8.4e-6 + 3 * 3.4e-6, rows = 3 * 128.0 / 450e9;
+    double hid = lat + rows * C * 2, probs = lat + rows * 4 * 2, map = lat + rows * 4;
+    CHECK(fabs(ag.ep_s - 4 * ((2 * hid + probs + map) + (2 * hid + probs))) < 1e-15);
+  }
   /* an exchange longer than the gap (a slow link): the GPU never waits for the host, no host
    * part, the layers take their work and the all-to-alls */
-  j2.ep_dedup = 0;
+  j2.ep_dispatcher = PLAN_EP_ALLTOALL;
   l2.ep = 2;
   j2.dev.intra_bw = 1e6;
   CHECK(plan_predict(&j2, &l2, &re, err, sizeof err) == 0);

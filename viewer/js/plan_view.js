@@ -94,6 +94,7 @@ var SS = window.SS || (window.SS = {});
     if (job.grad_reduce_bytes === 2) parts.push('16-bit gradient reduction');
     if (job.precision === 'fp8') parts.push('fp8 GEMMs'); /* at the fp8 peak, MFU against bf16's */
     if (job.ep_dispatcher === 'deepep') parts.push('DeepEP token exchange');
+    if (job.ep_dispatcher === 'allgather') parts.push('allgather token exchange');
     if (job.layer_host_floor_s) /* docs/plan.md "A layer's host floor" */
       parts.push('a layer at least ' + (1e3 * job.layer_host_floor_s.dense).toFixed(1) + ' ms (' +
         (1e3 * job.layer_host_floor_s.moe).toFixed(1) + ' with experts' +

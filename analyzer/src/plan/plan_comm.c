@@ -17,15 +17,18 @@
 #include <math.h>
 
 /* The process groups of a layout. */
-typedef enum { GROUP_TP, GROUP_CP, GROUP_PP, GROUP_DP, GROUP_EP } group_kind;
+/* GROUP_TP_EP: the expert-TP x EP group (Megatron's tp_ep_group), which the allgather
+ * dispatcher gathers tokens over */
+typedef enum { GROUP_TP, GROUP_CP, GROUP_PP, GROUP_DP, GROUP_EP, GROUP_TP_EP } group_kind;
 
 /* The size of a layout's group of `kind`. */
 static int group_size(const mm_layout *l, int kind) {
-  return kind == GROUP_TP   ? l->tp
-         : kind == GROUP_CP ? l->cp
-         : kind == GROUP_PP ? l->pp
-         : kind == GROUP_DP ? l->dp * l->cp
-                            : l->ep;
+  return kind == GROUP_TP      ? l->tp
+         : kind == GROUP_CP    ? l->cp
+         : kind == GROUP_PP    ? l->pp
+         : kind == GROUP_DP    ? l->dp * l->cp
+         : kind == GROUP_TP_EP ? mm_expert_tp(l) * l->ep
+                               : l->ep;
 }
 
 /* Rank r's coordinates in the layout. Ranks are laid out tp fastest, then cp, then, as the
@@ -49,10 +52,11 @@ static void rank_coords(const mm_layout *l, int r, int *t, int *c, int *p, int *
 
 /* How many members the group of rank 0 has on node 0 (nodes of --gpus-per-node devices). An EP
  * group is ep consecutive DP ranks, or with experts whole on a rank (expert TP 1, Megatron's MoE
- * parallel folding) ep consecutive ranks of the stage's tp x cp x dp. */
+ * parallel folding) ep consecutive ranks of the stage's tp x cp x dp; the expert-TP x EP group
+ * is the EP group with each member's TP ranks (with experts whole, the EP group). */
 static int group_members_in_node(const plan_job *job, const mm_layout *l, int kind) {
   int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8, N = l->dp * l->tp * l->pp * l->cp;
-  if (kind == GROUP_EP && mm_expert_tp(l) != l->tp) {
+  if ((kind == GROUP_EP || kind == GROUP_TP_EP) && mm_expert_tp(l) != l->tp) {
     int stage = l->tp * l->cp * l->dp; /* a framework's stage is consecutive ranks */
     return G < l->ep ? G : l->ep < stage ? l->ep : stage;
   }
@@ -64,7 +68,8 @@ static int group_members_in_node(const plan_job *job, const mm_layout *l, int ki
                : kind == GROUP_CP ? t == 0 && p == 0 && d == 0
                : kind == GROUP_PP ? t == 0 && c == 0 && d == 0
                : kind == GROUP_DP ? t == 0 && p == 0
-                                  : t == 0 && c == 0 && p == 0 && d < l->ep;
+               : kind == GROUP_EP ? t == 0 && c == 0 && p == 0 && d < l->ep
+                                  : c == 0 && p == 0 && d < l->ep;
   }
   return members;
 }
@@ -166,6 +171,28 @@ static double deepep_s(const plan_job *job, const mm_layout *l, double tokens, d
   double inside = tokens * token_bytes * (members - 1) * rank * nodes / job->dev.intra_bw;
   double across = tokens * token_bytes * (nodes - 1) * node / nic_share(job);
   return latency + fmax(inside, across);
+}
+
+/* One MoE layer's token exchange for a micro-batch under Megatron's allgather dispatcher
+ * (MoEAllGatherTokenDispatcher, megatron/core/transformer/moe/token_dispatcher.py): forward,
+ * each rank of the expert-TP x EP group of n gathers every member's `sent` tokens (hidden
+ * states), their routing map (a byte an expert) and their probabilities, keeps the tokens
+ * routed to its experts, and reduce-scatters its experts' outputs back (the exchange takes
+ * the place of the MLP's sequence-parallel gather and reduce-scatter); backward,
+ * reduce-scatters of the hidden states' and probabilities' gradients and an all-gather of the
+ * outputs'. Ring collectives on the group, each rank receiving or sending (n - 1) x sent rows:
+ * n / top_k times an all-to-all's bytes, every token to every rank whether routed there or
+ * not. Recomputing the mixture of experts gathers and reduce-scatters again. */
+static double allgather_exchange_s(const plan_job *job, const mm_layout *l, double sent, double es,
+                                   int again, double flat_latency) {
+  int n = group_size(l, GROUP_TP_EP);
+  double bw = group_bw(job, l, GROUP_TP_EP, job->cal.dp_bw);
+  double lat = nccl_latency(job, l, GROUP_TP_EP, 0, flat_latency);
+  double rows = sent * (n - 1) / bw; /* seconds a byte of row width */
+  double hidden = lat + rows * l->hidden * es, probs = lat + rows * l->experts * es,
+         map = lat + rows * l->experts;
+  double forward = 2.0 * hidden + probs + map, backward = 2.0 * hidden + probs;
+  return (1 + again) * forward + backward;
 }
 
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
@@ -325,18 +352,21 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
   for (int k = 0; k < layers_stage; k++)
     nmoe_stage += plan_layer_is_moe(l, out->mem_stage * layers_stage + k);
   /* with experts whole on a rank (expert TP 1) a MoE block's MLP has no TP collectives: the
-   * tokens stay sequence-parallel through the dispatch, only its attention's remain (half) */
+   * tokens stay sequence-parallel through the dispatch, only its attention's remain (half);
+   * the allgather dispatcher's exchange over expert TP x EP takes their place too */
   int whole_experts = l->experts > 0 && mm_expert_tp(l) != l->tp;
+  int allgather = l->experts > 0 && l->ep > 1 && job->ep_dispatcher == PLAN_EP_ALLGATHER;
+  int moe_mlp_without_tp = whole_experts || allgather;
   if (l->tp > 1) {
     double bw = group_bw(job, l, GROUP_TP, job->cal.tp_bw);
     int per_layer = 4 + (l->recompute == MM_RECOMPUTE_FULL ? 2 : 0);
     double t = coll_time(tokens * l->hidden * es, 2.0 * (l->tp - 1) / l->tp, bw, lat);
     double layer =
         job->tp_comm_overlap && !trainer ? tp_overlapped(job, l, t, rate) : per_layer * t;
-    double layers = layers_stage - (whole_experts ? 0.5 * nmoe_stage : 0.0);
+    double layers = layers_stage - (moe_mlp_without_tp ? 0.5 * nmoe_stage : 0.0);
     out->tp_s = (double)M * layers * layer;
     out->layer_comm[0].tp = layer;
-    out->layer_comm[1].tp = whole_experts ? 0.5 * layer : layer;
+    out->layer_comm[1].tp = moe_mlp_without_tp ? 0.5 * layer : layer;
   }
   if (l->cp > 1) {
     double bw = group_bw(job, l, GROUP_CP, job->cal.cp_bw);
@@ -362,7 +392,8 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
   }
   /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
    * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away:
-   * alltoall_s; or as DeepEP does: deepep_s) and the counts exchange (latency), on the
+   * alltoall_s; or as DeepEP does: deepep_s) and the counts exchange (latency), or the
+   * allgather dispatcher's gathers and reduce-scatters (allgather_exchange_s), on the
    * critical path; EP groups are
    * consecutive DP ranks (consecutive ranks of the stage with expert TP 1) */
   double expert_grad_bytes = 0;
@@ -371,14 +402,21 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
     if (trainer) /* a framework's experts are in framework_sync's parameters */
       expert_grad_bytes = 4.0 * nmoe_stage * (l->experts / l->ep) * (2.0 * C * F + F + C);
     if (l->ep > 1) {
-      /* each rank dispatches its sequence-parallel share when its experts are whole */
+      /* each rank dispatches its sequence-parallel share when its experts are whole, and
+       * gathers the group's sequence-parallel shares under the allgather dispatcher */
       double sent = tokens / (whole_experts ? l->tp : 1);
-      double one = job->ep_dedup ? deepep_s(job, l, sent, C * es, lat)
-                                 : alltoall_s(job, l, sent * l->top_k * C * es, lat);
       /* recomputing the mixture of experts (full recomputation, or selective's
        * --recompute-modules moe) dispatches and combines its tokens again in backward */
       int again = mm_recomputes(l, MM_RC_MOE);
-      double t = (4.0 + 2.0 * again) * one + (1.0 + again) * lat;
+      double t;
+      if (allgather) {
+        t = allgather_exchange_s(job, l, tokens / (l->sp ? l->tp : 1), es, again, lat);
+      } else {
+        double one = job->ep_dispatcher == PLAN_EP_DEEPEP
+                         ? deepep_s(job, l, sent, C * es, lat)
+                         : alltoall_s(job, l, sent * l->top_k * C * es, lat);
+        t = (4.0 + 2.0 * again) * one + (1.0 + again) * lat;
+      }
       int most = 0; /* the stage with the most MoE layers sets the pace */
       for (int s = 0; s < l->pp; s++) {
         int c = 0;

@@ -248,19 +248,20 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * that run the alltoall dispatcher, whose preprocessing gathers every EP rank's token counts
  * and synchronises on them before its all-to-all (token_dispatcher.py, "before_ep_alltoall"),
  * take 12.0 and 17.2 ms. So a layer whose experts exchange tokens by NCCL's all-to-all (the
- * planner's default dispatcher, ep > 1) is held to the least of those, 12.0 ms; under DeepEP
- * or HybridEP (Megatron's flex dispatcher; no such test there) the least of all MoE tests
- * stands in. A layer recomputed in full issues its forward twice. Other frameworks: not
- * measured, no floor. */
+ * planner's default dispatcher, ep > 1) is held to the least of those, 12.0 ms; under the
+ * allgather dispatcher the least of its tests, 8.2 ms; under DeepEP or HybridEP (Megatron's
+ * flex dispatcher; no such test there) the least of all MoE tests stands in (the same 8.2). A layer
+ * recomputed in full issues its forward twice. Other frameworks: not measured, no floor. */
 #define MEGATRON_DENSE_LAYER_FLOOR_S        4.1e-3
 #define MEGATRON_MOE_LAYER_FLOOR_S          8.2e-3
 #define MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S 12.0e-3
 
 static double layer_host_floor_s(const plan_job *job, const mm_layout *l, int moe) {
   if (l->framework != MM_FW_MEGATRON) return 0;
-  double floor = !moe                          ? MEGATRON_DENSE_LAYER_FLOOR_S
-                 : l->ep > 1 && !job->ep_dedup ? MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S
-                                               : MEGATRON_MOE_LAYER_FLOOR_S;
+  double floor = !moe ? MEGATRON_DENSE_LAYER_FLOOR_S
+                 : l->ep > 1 && job->ep_dispatcher == PLAN_EP_ALLTOALL
+                     ? MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S
+                     : MEGATRON_MOE_LAYER_FLOOR_S;
   return l->recompute == MM_RECOMPUTE_FULL ? floor * 4.0 / 3.0 : floor;
 }
 
@@ -843,9 +844,14 @@ static void print_assumptions(FILE *f, const plan_job *job) {
                  "predicted without a host floor, which this framework is not charged (none "
                  "measured; bench/plan/published), so these step times are likely "
                  "optimistic\n");
-    if (job->ep_dedup)
+    if (job->ep_dispatcher == PLAN_EP_DEEPEP)
       fprintf(f, "  experts: tokens exchanged as DeepEP does, once to each rank and across nodes "
                  "once to each node they go to (--ep-dispatcher deepep)\n");
+    else if (job->ep_dispatcher == PLAN_EP_ALLGATHER)
+      fprintf(f, "  experts: tokens exchanged as Megatron's allgather dispatcher does, every "
+                 "token of the expert-TP x EP group gathered to each rank with its routing, the "
+                 "outputs reduce-scattered back (--ep-dispatcher allgather); its gathered buffer "
+                 "is not in the memory figures\n");
     fprintf(f, "  experts: expert parallelism against its all-to-alls is ranked by the model "
                "alone: the one 128-expert job measured at two layouts (Qwen3-235B on 256 H100s) "
                "is ordered as measured only since Megatron-Core's host floor is charged "
@@ -988,7 +994,10 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    MEGATRON_DENSE_LAYER_FLOOR_S, MEGATRON_MOE_LAYER_FLOOR_S,
                    MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S);
   if (m->experts > 0 && m->framework != MM_FW_STEPSCOPE)
-    ssa_out_printf(o, ",\"ep_dispatcher\":\"%s\"", job->ep_dedup ? "deepep" : "alltoall");
+    ssa_out_printf(o, ",\"ep_dispatcher\":\"%s\"",
+                   job->ep_dispatcher == PLAN_EP_DEEPEP      ? "deepep"
+                   : job->ep_dispatcher == PLAN_EP_ALLGATHER ? "allgather"
+                                                             : "alltoall");
   ssa_out_str(o, "},");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");

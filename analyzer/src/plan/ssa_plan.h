@@ -152,6 +152,20 @@ typedef enum {
   PLAN_ATTENTION_CUDNN, /* cuDNN's kernel rate alone */
 } plan_attention_rate;
 
+/* --ep-dispatcher: how a framework's experts exchange tokens (Megatron-Core's
+ * --moe-token-dispatcher-type; plan_comm.c). The zero value is the default. */
+typedef enum {
+  /* NCCL's all-to-all, one copy a (token, expert) pair: Megatron's alltoall dispatcher */
+  PLAN_EP_ALLTOALL = 0,
+  /* each rank all-gathers every token of its expert-TP x EP group, with the routing map and
+   * probabilities, keeps those for its experts, and reduce-scatters the outputs back: Megatron's
+   * allgather dispatcher (its default) */
+  PLAN_EP_ALLGATHER,
+  /* DeepEP (and HybridEP: Megatron's flex dispatcher): each token once to every rank it goes
+   * to and across nodes once to every node, forwarded over NVLink there */
+  PLAN_EP_DEEPEP,
+} plan_ep_dispatcher;
+
 /* The job: a model, a device count and kind, a global batch. */
 typedef struct plan_job {
   mm_layout model; /* model fields: layers, hidden, heads, vocab, ffn, seq, max_seq */
@@ -177,11 +191,8 @@ typedef struct plan_job {
    * parallelism): TP's all-gathers and reduce-scatters overlap the GEMMs that consume or
    * produce them (plan_comm.c, docs/plan.md "Frameworks: communication") */
   int tp_comm_overlap;
-  /* --ep-dispatcher deepep: a framework's experts exchange tokens as DeepEP (and HybridEP) do,
-   * each token once to every rank it goes to and across nodes once to every node, forwarded
-   * over NVLink there; 0: NCCL's all-to-all of one copy a (token, expert) pair (Megatron's
-   * alltoall dispatcher) */
-  int ep_dedup;
+  /* --ep-dispatcher: how a framework's experts exchange tokens (above) */
+  plan_ep_dispatcher ep_dispatcher;
   /* --attention-rate: how a framework's fused attention is charged where cuDNN's rate was
    * measured (plan_fused_attention_rate > 0; elsewhere always the device's share) */
   plan_attention_rate attention_rate;

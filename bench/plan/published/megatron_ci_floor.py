@@ -12,8 +12,9 @@ rank runs, (global batch / (dp x micro-batch)) x layers / pp with dp = 8 / (tp x
 prints the spread for dense and MoE tests and the cases with the most layer micro-batches a rank
 (whose fixed per-step costs weigh least), then the MoE tests by token dispatcher
 (--moe-token-dispatcher-type: allgather, Megatron's default, or alltoall). The planner's floors
-are the least of each: dense, MoE (for DeepEP and HybridEP, which no such test runs) and MoE with
-the alltoall dispatcher (the planner's default exchange, NCCL's all-to-all).
+are the least of each: dense, MoE (the allgather dispatcher's tests; also for DeepEP and HybridEP,
+which no such test runs) and MoE with the alltoall dispatcher (the planner's default exchange,
+NCCL's all-to-all).
 
 Reads the repository with `git --git-dir` (a bare clone or a mirror; nothing is written).
 Default commit: 9c5258f109, the dev branch of August 2026 the planner's figures come from.
