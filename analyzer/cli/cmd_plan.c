@@ -798,12 +798,9 @@ static int build_job(plan_args *p) {
     return 2;
   }
   if (p->ep_dispatcher) {
-    static const char *const names[] = {[PLAN_EP_ALLTOALL] = "alltoall",
-                                        [PLAN_EP_ALLGATHER] = "allgather",
-                                        [PLAN_EP_DEEPEP] = "deepep"};
     int known = -1;
-    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-      if (!strcmp(p->ep_dispatcher, names[i])) known = i;
+    for (int i = 0; i < PLAN_EP_DISPATCHERS; i++)
+      if (!strcmp(p->ep_dispatcher, plan_ep_dispatcher_name((plan_ep_dispatcher)i))) known = i;
     if (known < 0 || job->model.framework == MM_FW_STEPSCOPE || job->model.experts <= 0) {
       cli_print(stderr, "stepscope plan: --ep-dispatcher takes alltoall, allgather or deepep, "
                         "for a framework's experts (--experts; the stepscope trainer's "

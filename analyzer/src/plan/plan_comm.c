@@ -402,16 +402,14 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
     if (trainer) /* a framework's experts are in framework_sync's parameters */
       expert_grad_bytes = 4.0 * nmoe_stage * (l->experts / l->ep) * (2.0 * C * F + F + C);
     if (l->ep > 1) {
-      /* each rank dispatches its sequence-parallel share when its experts are whole, and
-       * gathers the group's sequence-parallel shares under the allgather dispatcher */
-      double sent = tokens / (whole_experts ? l->tp : 1);
       /* recomputing the mixture of experts (full recomputation, or selective's
        * --recompute-modules moe) dispatches and combines its tokens again in backward */
       int again = mm_recomputes(l, MM_RC_MOE);
       double t;
-      if (allgather) {
+      if (allgather) { /* each rank gathers the group's sequence-parallel shares */
         t = allgather_exchange_s(job, l, tokens / (l->sp ? l->tp : 1), es, again, lat);
-      } else {
+      } else { /* each dispatches its sequence-parallel share when its experts are whole */
+        double sent = tokens / (whole_experts ? l->tp : 1);
         double one = job->ep_dispatcher == PLAN_EP_DEEPEP
                          ? deepep_s(job, l, sent, C * es, lat)
                          : alltoall_s(job, l, sent * l->top_k * C * es, lat);

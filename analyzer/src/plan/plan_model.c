@@ -250,11 +250,19 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * take 12.0 and 17.2 ms. So a layer whose experts exchange tokens by NCCL's all-to-all (the
  * planner's default dispatcher, ep > 1) is held to the least of those, 12.0 ms; under the
  * allgather dispatcher the least of its tests, 8.2 ms; under DeepEP or HybridEP (Megatron's
- * flex dispatcher; no such test there) the least of all MoE tests stands in (the same 8.2). A layer
- * recomputed in full issues its forward twice. Other frameworks: not measured, no floor. */
+ * flex dispatcher; no such test there) the least of all MoE tests stands in (the same 8.2).
+ * A layer recomputed in full issues its forward twice. Other frameworks: not measured, no
+ * floor. */
 #define MEGATRON_DENSE_LAYER_FLOOR_S        4.1e-3
 #define MEGATRON_MOE_LAYER_FLOOR_S          8.2e-3
 #define MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S 12.0e-3
+
+const char *plan_ep_dispatcher_name(plan_ep_dispatcher d) {
+  static const char *const names[PLAN_EP_DISPATCHERS] = {[PLAN_EP_ALLTOALL] = "alltoall",
+                                                         [PLAN_EP_ALLGATHER] = "allgather",
+                                                         [PLAN_EP_DEEPEP] = "deepep"};
+  return (unsigned)d < PLAN_EP_DISPATCHERS ? names[d] : "?";
+}
 
 static double layer_host_floor_s(const plan_job *job, const mm_layout *l, int moe) {
   if (l->framework != MM_FW_MEGATRON) return 0;
@@ -994,10 +1002,7 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    MEGATRON_DENSE_LAYER_FLOOR_S, MEGATRON_MOE_LAYER_FLOOR_S,
                    MEGATRON_MOE_ALLTOALL_LAYER_FLOOR_S);
   if (m->experts > 0 && m->framework != MM_FW_STEPSCOPE)
-    ssa_out_printf(o, ",\"ep_dispatcher\":\"%s\"",
-                   job->ep_dispatcher == PLAN_EP_DEEPEP      ? "deepep"
-                   : job->ep_dispatcher == PLAN_EP_ALLGATHER ? "allgather"
-                                                             : "alltoall");
+    ssa_out_printf(o, ",\"ep_dispatcher\":\"%s\"", plan_ep_dispatcher_name(job->ep_dispatcher));
   ssa_out_str(o, "},");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");

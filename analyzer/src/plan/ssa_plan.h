@@ -165,6 +165,10 @@ typedef enum {
    * to and across nodes once to every node, forwarded over NVLink there */
   PLAN_EP_DEEPEP,
 } plan_ep_dispatcher;
+#define PLAN_EP_DISPATCHERS (PLAN_EP_DEEPEP + 1)
+
+/* A dispatcher's name as --ep-dispatcher and JSON's job.ep_dispatcher spell it. */
+const char *plan_ep_dispatcher_name(plan_ep_dispatcher d);
 
 /* The job: a model, a device count and kind, a global batch. */
 typedef struct plan_job {
